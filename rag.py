@@ -1,0 +1,791 @@
+#!/usr/bin/env python3
+"""rag.py - answer questions about your own documents with a local model, citing the passages used.
+
+One file, Python standard library only: copy it to any machine with Python 3.8 or newer and run it.
+
+    python3 rag.py "When do I have to file my expense report?"    # answer from the sample handbook
+    python3 rag.py --search "per diem Japan"                       # ranked passages only, no model
+    python3 rag.py --docs ~/notes                                  # ask about your own files, interactively
+
+The pipeline, in the order of this file: load documents -> split them into chunks -> tokenize ->
+score chunks against the question (BM25) -> retrieve the best ones -> command line.
+
+Search needs nothing but Python. Answers need Ollama running (`ollama serve`) with a chat model
+(`ollama pull llama3.2`).
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import textwrap
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from html.parser import HTMLParser
+
+# ---------------------------------------------------------------------------------------------------
+# Settings: every tunable number, with its unit and where it comes from. The command line reads these.
+# ---------------------------------------------------------------------------------------------------
+
+VERSION = "1.0.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")  # read as plain text
+HTML_SUFFIXES = (".html", ".htm")                      # text only, via the stdlib HTML parser
+MAX_FILE_BYTES = 50 * 1024 * 1024                      # larger files are skipped: this tool keeps all in memory
+
+CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
+CHUNK_OVERLAP = 200    # characters of the previous chunk repeated at the start of the next one
+
+BM25_K1 = 1.2          # term-frequency saturation (Robertson & Zaragoza 2009, the usual 1.2)
+BM25_B = 0.75          # document-length normalization (same source)
+TOP_K = 5              # hits shown or handed to the model
+
+# Snowball's English stop word list (shared/reference/porter2/stop.txt), the forms without apostrophes:
+# words with an apostrophe never reach it, because tokens split at apostrophes.
+STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
+herself it its itself they them their theirs themselves what which who whom this that these those am is
+are was were be been being have has had having do does did doing would should could ought cannot a an the
+and but if or because as until while of at by for with about against between into through during before
+after above below to from up down in out on off over under again further then once here there when where
+why how all any both each few more most other some such no nor not only own same so than too very
+""".split())
+
+# ---------------------------------------------------------------------------------------------------
+# Glossary: the nouns of this file, used with exactly these meanings in names.
+#   document  one file's text, as paragraphs with their line numbers, and its source (relative path)
+#   chunk     a passage of one document, at most CHUNK_CHARS long, with its heading path and line range
+#   token     what search compares: a word stem, or a pair of neighbouring CJK characters
+#   score     how well a chunk matches a question (BM25 over tokens); higher is better
+#   hit       a chunk found for a question, with its rank and score
+# ---------------------------------------------------------------------------------------------------
+
+
+class RagError(Exception):
+    """An expected failure: the message says what happened and what to do; main() prints it."""
+
+    def __init__(self, message, exit_code=1):
+        super().__init__(message)
+        self.exit_code = exit_code  # 1 runtime failure, 2 usage or input error
+
+
+def warn(message):
+    """Tell the user about something skipped or degraded, on one stderr line, and carry on."""
+    print("rag.py: warning: " + message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    first_line: int   # 1-based
+    last_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str       # path relative to the --docs folder it was found under, "/" separated
+    paragraphs: list
+
+
+@dataclass(frozen=True)
+class Chunk:
+    source: str
+    heading: str      # heading path, e.g. "Travel > Per diem"; "" before the first heading
+    first_line: int
+    last_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    chunk: Chunk
+
+
+# ---------------------------------------------------------------------------------------------------
+# Load: files and folders -> documents. Only this section reads the disk.
+# ---------------------------------------------------------------------------------------------------
+
+def load_documents(paths):
+    """Return the documents under the given files and folders, in a stable order."""
+    documents, other_types = [], Counter()
+    for path in paths:
+        if not os.path.exists(path):
+            raise RagError(f"--docs {path}: no such file or folder", 2)
+        if os.path.isdir(path):
+            files = [(file, os.path.relpath(file, path)) for file in walk_files(path)]
+        else:
+            files = [(path, os.path.basename(path))]
+        for file, source in files:
+            kind = file_kind(file, named=not os.path.isdir(path))
+            if kind is None:
+                other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
+                continue
+            text = read_text(file)
+            if text is not None:
+                paragraphs = html_paragraphs(text) if kind == "html" else text_paragraphs(text)
+                documents.append(Document(source.replace(os.sep, "/"), paragraphs))
+    if other_types:
+        kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
+        warn(f"skipped {sum(other_types.values())} files of other types ({kinds})")
+    if not any(document.paragraphs for document in documents):
+        raise RagError("no text found in " + ", ".join(paths) + " (supported: "
+                       + " ".join(TEXT_SUFFIXES + HTML_SUFFIXES) + ")", 2)
+    return documents
+
+
+def walk_files(folder):
+    """Yield the files below folder in sorted order; hidden names and link loops are left out."""
+    seen = set()
+    for root, dirs, files in os.walk(folder, followlinks=True, onerror=lambda e: warn(
+            f"skipped {e.filename}: {e.strerror}")):
+        real = os.path.realpath(root)
+        if real in seen:  # a symbolic link back up the tree would make this walk endless
+            warn(f"skipped {root}: a link loop")
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith("."):
+                yield os.path.join(root, name)
+
+
+def file_kind(path, named):
+    """Return "text", "html" or None (not a document); a file named on the command line is text."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    return "text" if suffix in TEXT_SUFFIXES or named else None
+
+
+def read_text(path):
+    """Return the decoded text of a file, or None with a warning when it cannot be used."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        reason = "a broken link" if os.path.islink(path) else (e.strerror or str(e))
+        warn(f"skipped {path}: {reason}")
+        return None
+    if len(data) > MAX_FILE_BYTES:
+        warn(f"skipped {path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
+        return None
+    return decode(data, path)
+
+
+def decode(data, path):
+    """Return text from bytes: UTF-8 (BOM or not), UTF-16 with a BOM, else Windows-1252; None if binary."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", "replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "replace")
+    if b"\0" in data:
+        warn(f"skipped {path}: binary (contains NUL bytes)")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        warn(f"{path} is not UTF-8; read it as Windows-1252, some characters may be wrong")
+        return data.decode("cp1252", "replace")
+
+
+def text_paragraphs(text):
+    """Return the paragraphs of plain text: runs of lines between blank lines.
+
+    A Markdown "# heading" line is always a paragraph of its own, and so is a setext or
+    reStructuredText heading (a line underlined with === or ---).
+    Example: "# A\\nb\\n\\nc" -> [(1, 1, "# A"), (2, 2, "b"), (4, 4, "c")]
+    """
+    paragraphs, lines, first, in_code = [], [], 0, False
+
+    def close():
+        if lines:
+            paragraphs.append(Paragraph(first, first + len(lines) - 1, "\n".join(lines)))
+            lines.clear()
+
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.rstrip()
+        if line.lstrip().startswith(("```", "~~~")):
+            in_code = not in_code  # "# comment" lines inside a code block are not headings
+        if not line.strip():
+            close()
+            continue
+        if not in_code and ATX_HEADING.match(line):
+            close()
+        elif not in_code and UNDERLINE.match(line) and lines and len(lines[-1]) <= 80:
+            title = lines.pop()
+            close()
+            paragraphs.append(Paragraph(number - 1, number, title + "\n" + line))
+            continue
+        if not lines:
+            first = number
+        lines.append(line)
+        if not in_code and ATX_HEADING.match(line):
+            close()
+    close()
+    return paragraphs
+
+
+class HtmlText(HTMLParser):
+    """Collect the paragraphs of an HTML page with their source lines; script and style are dropped."""
+
+    SKIP = {"script", "style", "noscript", "template", "svg"}
+    BLOCKS = {"p", "div", "li", "tr", "td", "th", "br", "pre", "blockquote", "section", "article",
+              "header", "footer", "main", "nav", "aside", "ul", "ol", "table", "dt", "dd", "title",
+              "h1", "h2", "h3", "h4", "h5", "h6"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.paragraphs, self.words, self.first, self.skipping = [], [], 0, 0
+
+    def close_paragraph(self):
+        if self.words:
+            last = self.getpos()[0]
+            self.paragraphs.append(Paragraph(self.first, max(last, self.first), " ".join(self.words)))
+            self.words = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self.skipping += 1
+        elif tag in self.BLOCKS:
+            self.close_paragraph()
+            if tag[0] == "h" and tag[1:].isdigit():  # <h2> becomes "## ", so headings work as in Markdown
+                self.words.append("#" * int(tag[1:]))
+                self.first = self.getpos()[0]
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self.skipping = max(0, self.skipping - 1)
+        elif tag in self.BLOCKS:
+            self.close_paragraph()
+
+    def handle_data(self, data):
+        if not self.skipping and data.strip():
+            if not self.words:
+                self.first = self.getpos()[0] + (len(data) - len(data.lstrip("\r\n")))
+            self.words.extend(data.split())
+
+
+def html_paragraphs(markup):
+    """Return the paragraphs of an HTML page's visible text."""
+    parser = HtmlText()
+    parser.feed(markup)
+    parser.close()
+    parser.close_paragraph()
+    return [p for p in parser.paragraphs if p.text.strip("# ")]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Split: documents -> chunks. Paragraphs are grouped up to CHUNK_CHARS; a longer paragraph is cut at
+# sentence ends (else spaces); each chunk of a section starts with the tail of the one before, so a
+# fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
+# ---------------------------------------------------------------------------------------------------
+
+ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
+UNDERLINE = re.compile(r"""\s{0,3}([=\-~^"'`*+#])\1{2,}\s*$""")            # "=====" under a title
+NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
+SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
+SPACE = re.compile(r"\s+")
+
+
+def heading_of(paragraph, underline_levels):
+    """Return (level, title) when the paragraph is a heading, else None.
+
+    Example: "1.2 Per diem" -> (2, "Per diem"); "## Travel" -> (2, "Travel"); "Title\\n=====" -> (1, "Title")
+    underline_levels maps underline characters to levels in order of first use (the reST rule).
+    """
+    text = paragraph.text
+    match = ATX_HEADING.match(text)
+    if match and "\n" not in text:
+        return len(match.group(1)), match.group(2)
+    lines = text.split("\n")
+    if len(lines) == 2 and UNDERLINE.match(lines[1]):
+        char = lines[1].strip()[0]
+        return underline_levels.setdefault(char, len(underline_levels) + 1), lines[0].strip()
+    match = NUMBERED_HEADING.match(text)
+    if match and not text.endswith((".", ",", ";", ":", "!", "?", "。")):
+        return match.group(1).count(".") + 1, match.group(2).strip()
+    return None
+
+
+def sections(paragraphs):
+    """Group paragraphs under their heading path: yield (path, paragraphs), headings included.
+
+    A heading directly followed by another heading stays with the next section, so no chunk is a
+    lone heading.
+    """
+    path, body, underline_levels = [], [], {}
+    for paragraph in paragraphs:
+        heading = heading_of(paragraph, underline_levels)
+        if heading:
+            if any(heading_of(p, underline_levels) is None for p in body):
+                yield " > ".join(title for _, title in path), body
+                body = []
+            level, title = heading
+            path = [(lv, t) for lv, t in path if lv < level] + [heading]
+        body.append(paragraph)
+    if body:
+        yield " > ".join(title for _, title in path), body
+
+
+def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
+    """Return the chunks of one document, in order."""
+    chunks = []
+    room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
+    for heading, paragraphs in sections(document.paragraphs):
+        pieces = [piece for p in paragraphs for piece in windows(p, room)]
+        group, previous = [], None
+        for piece in pieces + [None]:
+            if group and (piece is None or sum(len(p.text) + 2 for p in group) + len(piece.text) > room):
+                previous = make_chunk(document.source, heading, group, previous, overlap)
+                chunks.append(previous)
+                group = []
+            if piece is not None:
+                group.append(piece)
+    return chunks
+
+
+def make_chunk(source, heading, pieces, previous, overlap):
+    """Return a chunk of the pieces, starting with the tail of the previous chunk of the section."""
+    text = "\n\n".join(p.text for p in pieces)
+    first_line = pieces[0].first_line
+    if previous is not None:
+        lead = tail(previous.text, overlap)
+        if lead:
+            text = lead + "\n\n" + text
+            first_line = previous.last_line - lead.count("\n")
+    return Chunk(source, heading, first_line, pieces[-1].last_line, text)
+
+
+def tail(text, size):
+    """Return the end of text: at most size characters and less than half of it, starting at a word.
+
+    Example: tail("one two three", 8) -> "three"
+    """
+    end = text[len(text) - min(size, len(text) // 2):]
+    space = re.search(r"\s", end)
+    if space and not text[-len(end) - 1].isspace():  # cut mid-word: start at the next word
+        end = end[space.end():]
+    return end.strip()
+
+
+def windows(paragraph, size):
+    """Return the paragraph as one piece, or cut into pieces of at most size characters."""
+    text, pieces, start = paragraph.text, [], 0
+    while start < len(text):
+        end = len(text) if len(text) - start <= size else cut_point(text, start, start + size)
+        piece = text[start:end]
+        if piece.strip():
+            first = paragraph.first_line + text.count("\n", 0, start + len(piece) - len(piece.lstrip()))
+            pieces.append(Paragraph(first, first + piece.strip().count("\n"), piece.strip()))
+        start = end
+    return pieces
+
+
+def cut_point(text, start, stop):
+    """Return where a piece of text[start:stop] should end: the last sentence end in its second
+    half, else the last space there, else stop (a word longer than a chunk is cut anywhere)."""
+    middle = start + (stop - start) // 2
+    for boundary in (SENTENCE_END, SPACE):
+        ends = [m.end() for m in boundary.finditer(text, middle, stop + 1)]
+        if ends:
+            return ends[-1]
+    return stop
+
+
+def split_documents(documents, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
+    """Return the chunks of all documents, in document order."""
+    return [chunk for document in documents for chunk in split_document(document, budget, overlap)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tokenize: text -> tokens. Words are lowercased, stop words dropped, the rest stemmed (Porter2), so
+# "filed" and "filing" meet at "file". Chinese, Japanese and Korean are written without spaces, so
+# there a token is each pair of neighbouring characters ("東京都" -> "東京", "京都").
+# ---------------------------------------------------------------------------------------------------
+
+CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+       "\uf900-\ufaff\uff66-\uff9f")  # Hangul Jamo, kana, Hangul, CJK ideographs, half-width kana
+WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK); "_" separates words
+CJK_RUN = re.compile(f"[{CJK}]+")
+ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
+
+
+def tokenize(text):
+    """Return the tokens of text: word stems in order, then the character pairs of CJK runs.
+
+    Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都"]
+    """
+    text = text.lower()
+    words = text.translate(ASCII_SPACES).split() if text.isascii() else WORD.findall(text)  # same words, faster
+    tokens = list(filter(None, map(word_token, words)))
+    if not text.isascii():
+        for run in CJK_RUN.findall(text):
+            tokens += [run[i:i + 2] for i in range(len(run) - 1)]
+            tokens += [char for char in run if char >= "\u3400"]  # an ideograph alone is a word too
+    return tokens
+
+
+@lru_cache(maxsize=None)
+def word_token(word):
+    """Return the token for one lowercase word: its stem, or "" for a stop word. Each word is
+    stemmed once per run: a corpus has far fewer distinct words than words."""
+    if word in STOP_WORDS or len(word) == 1:  # one letter or digit says little ("s" of "it's")
+        return ""
+    return stem(word) if word.isalpha() else word  # numbers and codes ("covid19") are not English words
+
+
+# The Porter2 ("English Snowball") stemmer, written from the published algorithm; test_rag.py checks it
+# against the official vocabulary. It maps related word forms to one stem: generously -> generous.
+
+def by_last_letter(suffixes):
+    """Return {last letter: suffixes}, order kept: a word then tries only the few that can match."""
+    groups = {}
+    for suffix in suffixes:
+        groups.setdefault(suffix[-1], []).append(suffix)
+    return groups
+
+
+VOWELS = "aeiouy"  # a capital Y marks a y that acts as a consonant
+DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
+LI_ENDINGS = tuple("cdeghkmnrt")
+R1_PREFIXES = ("gener", "commun", "arsen", "past", "univers", "later", "emerg", "organ", "inter")
+
+# Whole words that are stemmed specially (or left alone) before anything else.
+SPECIAL_WORDS = {
+    "skis": "ski", "skies": "sky", "idly": "idl", "gently": "gentl", "ugly": "ugli",
+    "early": "earli", "only": "onli", "singly": "singl", "sky": "sky", "news": "news",
+    "howe": "howe", "atlas": "atlas", "cosmos": "cosmos", "bias": "bias", "andes": "andes",
+}
+EED_KEEP = ("proc", "exc", "succ")  # proceed, exceed, succeed keep their -eed
+ING_KEEP = ("inn", "out", "cann", "herr", "earr", "even")  # inning, outing, ... keep -ing
+
+# Suffix tables, longest suffix first (the first match is the longest match).
+STEP2 = {
+    "ational": "ate", "ization": "ize", "fulness": "ful", "ousness": "ous", "iveness": "ive",
+    "tional": "tion", "biliti": "ble", "lessli": "less",
+    "entli": "ent", "ation": "ate", "alism": "al", "aliti": "al", "ousli": "ous",
+    "iviti": "ive", "fulli": "ful", "ogist": "og",
+    "enci": "ence", "anci": "ance", "abli": "able", "izer": "ize", "ator": "ate", "alli": "al",
+    "bli": "ble", "ogi": "og", "li": "",
+}
+STEP3 = {
+    "ational": "ate", "tional": "tion", "alize": "al", "icate": "ic", "iciti": "ic",
+    "ative": "", "ical": "ic", "ness": "", "ful": "",
+}
+STEP4 = ("ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate",
+         "iti", "ous", "ive", "ize", "ion", "al", "er", "ic")
+
+STEP0_GROUPS = by_last_letter(("'s'", "'s", "'"))
+STEP1A_GROUPS = by_last_letter(("sses", "ied", "ies", "us", "ss", "s"))
+STEP1B_GROUPS = by_last_letter(("eedly", "ingly", "edly", "eed", "ing", "ed"))
+STEP2_GROUPS, STEP3_GROUPS, STEP4_GROUPS = by_last_letter(STEP2), by_last_letter(STEP3), by_last_letter(STEP4)
+Y_AFTER_VOWEL = re.compile(r"([aeiouy])y")
+REGION = re.compile(r"[aeiouy][^aeiouy]")
+SHORT_SYLLABLE = re.compile(r"^[aeiouy][^aeiouy]$|[^aeiouy][aeiouy][^aeiouywxY]$")
+
+
+def split_suffix(word, groups):
+    """Return (rest, suffix) for the first listed suffix that word ends with, else (word, "")."""
+    for suffix in groups.get(word[-1:], ()):
+        if word.endswith(suffix):
+            return word[: -len(suffix)], suffix
+    return word, ""
+
+
+def has_vowel(text):
+    return any(letter in VOWELS for letter in text)
+
+
+def region_after(word, start):
+    """Index just after the first non-vowel that follows a vowel at or after start."""
+    match = REGION.search(word, start)
+    return match.end() if match else len(word)
+
+
+def ends_short_syllable(word):
+    return word == "past" or SHORT_SYLLABLE.search(word) is not None
+
+
+def stem(word):
+    """Stem one lowercase English word (https://snowballstem.org/algorithms/english/stemmer.html)."""
+    if word in SPECIAL_WORDS:
+        return SPECIAL_WORDS[word]
+    if len(word) <= 2:
+        return word
+
+    # Remove an initial apostrophe; mark initial y, and y after a vowel, as consonant Y.
+    if word.startswith("'"):
+        word = word[1:]
+    if word.startswith("y"):
+        word = "Y" + word[1:]
+    word = Y_AFTER_VOWEL.sub(r"\1Y", word)
+
+    # Regions: R1 and R2 are given as the index where each region starts.
+    prefix = next((p for p in R1_PREFIXES if word.startswith(p)), "")
+    r1 = len(prefix) or region_after(word, 0)  # gener-ous: R1 is "ous"
+    r2 = region_after(word, r1)
+
+    # Step 0: remove the longest of the apostrophe suffixes ' 's 's'
+    word = split_suffix(word, STEP0_GROUPS)[0]
+
+    # Step 1a: plurals (sses -> ss, ies -> i or ie, s -> deleted, us and ss kept)
+    rest, suffix = split_suffix(word, STEP1A_GROUPS)
+    if suffix == "sses":
+        word = rest + "ss"
+    elif suffix in ("ied", "ies"):
+        word = rest + ("i" if len(rest) > 1 else "ie")
+    elif suffix == "s" and has_vowel(rest[:-1]):
+        word = rest
+
+    # Step 1b: past tenses and -ing forms
+    rest, suffix = split_suffix(word, STEP1B_GROUPS)
+    if suffix in ("eed", "eedly"):
+        if len(rest) >= r1 and rest not in EED_KEEP:
+            word = rest + "ee"
+    elif suffix == "ing" and len(rest) == 2 and rest[0] not in VOWELS and rest[1] == "y":
+        word = rest[0] + "ie"  # dying -> die, lying -> lie
+    elif suffix and not (suffix == "ing" and rest in ING_KEEP) and has_vowel(rest):
+        word = rest
+        if word.endswith(("at", "bl", "iz")):
+            word += "e"  # luxuriat -> luxuriate
+        elif word.endswith(DOUBLES) and word[:-2] not in ("a", "e", "o"):
+            word = word[:-1]  # hopp -> hop, but add, egg, off stay
+        elif r1 >= len(word) and ends_short_syllable(word):
+            word += "e"  # hop -> hope (a short word)
+
+    # Step 1c: final y -> i after a non-vowel that is not the first letter (cry -> cri)
+    if len(word) > 2 and word[-1] in "yY" and word[-2] not in VOWELS:
+        word = word[:-1] + "i"
+
+    # Step 2: double suffixes, replaced when in R1
+    rest, suffix = split_suffix(word, STEP2_GROUPS)
+    if (suffix == "ogi" and not rest.endswith("l")) or (
+            suffix == "li" and not rest.endswith(LI_ENDINGS)):
+        suffix = ""  # ogi must follow an l, li a valid li-ending
+    if suffix and len(rest) >= r1:
+        word = rest + STEP2[suffix]
+
+    # Step 3: more suffixes, replaced when in R1 (ative only when in R2)
+    rest, suffix = split_suffix(word, STEP3_GROUPS)
+    if suffix and len(rest) >= (r2 if suffix == "ative" else r1):
+        word = rest + STEP3[suffix]
+
+    # Step 4: single suffixes, deleted when in R2 (ion only after s or t)
+    rest, suffix = split_suffix(word, STEP4_GROUPS)
+    if suffix and len(rest) >= r2 and (suffix != "ion" or rest.endswith(("s", "t"))):
+        word = rest
+
+    # Step 5: final e (in R2, or in R1 after no short syllable) and final ll in R2
+    if word.endswith("e"):
+        rest = word[:-1]
+        if len(rest) >= r2 or (len(rest) >= r1 and not ends_short_syllable(rest)):
+            word = rest
+    elif word.endswith("ll") and len(word) - 1 >= r2:
+        word = word[:-1]
+
+    # Finally, turn any Y back into y.
+    return word.replace("Y", "y")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Score: BM25 over an inverted index. Everything that does not depend on the question is computed
+# once, when the index is built, so a question only walks the postings of its own tokens.
+# ---------------------------------------------------------------------------------------------------
+
+def bm25_idf(chunk_count, chunk_frequency):
+    """Return BM25's inverse document frequency, as Lucene computes it (never negative):
+    idf = ln(1 + (N - df + 0.5) / (df + 0.5)), N chunks in all, df of them containing the token."""
+    return math.log(1 + (chunk_count - chunk_frequency + 0.5) / (chunk_frequency + 0.5))
+
+
+def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
+    """Return BM25's term-frequency part (Robertson & Zaragoza 2009, eq. 3.17 without idf):
+    tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average_length))."""
+    return frequency * (k1 + 1) / (frequency + k1 * (1 - b + b * length / average_length))
+
+
+class Index:
+    """Chunks and their inverted index: for each token, the chunks that hold it and its BM25 weight
+    in each (idf * tf part), so scoring a question is only additions."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks
+        token_lists = [tokenize(chunk.heading + "\n" + chunk.text) for chunk in chunks]
+        average_length = sum(map(len, token_lists)) / max(len(chunks), 1) or 1.0
+        postings = {}  # token -> ([chunk numbers], [tf parts])
+        for number, tokens in enumerate(token_lists):
+            counts = Counter(tokens)
+            # Most tokens occur once or twice in a chunk: compute each tf part once per chunk.
+            tf_parts = [bm25_tf(n, len(tokens), average_length) for n in range(max(counts.values(), default=0) + 1)]
+            for token, frequency in counts.items():
+                posting = postings.get(token)
+                if posting is None:
+                    posting = postings[token] = ([], [])
+                posting[0].append(number)
+                posting[1].append(tf_parts[frequency])
+        self.postings = {}
+        for token, (numbers, tf_parts) in postings.items():
+            idf = bm25_idf(len(chunks), len(numbers))
+            self.postings[token] = (numbers, [idf * part for part in tf_parts])
+
+    def search(self, tokens, k):
+        """Return [(chunk number, score)] of the k best chunks for the query tokens, best first.
+
+        Ties go to the earlier chunk, so the same question always gets the same hits."""
+        scores = [0.0] * len(self.chunks)
+        found = set()
+        for token in dict.fromkeys(tokens):  # each distinct token once
+            numbers, weights = self.postings.get(token, ((), ()))
+            found.update(numbers)
+            for number, weight in zip(numbers, weights):
+                scores[number] += weight
+        best = sorted(sorted(found), key=scores.__getitem__, reverse=True)[:k]  # stable: ties stay in order
+        return [(number, scores[number]) for number in best]
+
+
+def search(index, question, k=TOP_K):
+    """Return the k best hits for the question, best first."""
+    return [Hit(rank, score, index.chunks[number])
+            for rank, (number, score) in enumerate(index.search(tokenize(question), k), 1)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Command line.
+# ---------------------------------------------------------------------------------------------------
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0].split(" - ", 1)[1],
+        epilog=textwrap.dedent("""\
+            examples:
+              python3 rag.py "When do I have to file my expense report?"
+              python3 rag.py --search -k 3 "per diem"
+              python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
+              python3 rag.py --docs ~/notes --search --json < questions.txt
+
+            exit codes: 0 success, 1 runtime failure, 2 usage or input error"""))
+    parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
+                        "from stdin, one per line, or asked for interactively on a terminal")
+    parser.add_argument("--docs", action="append", metavar="PATH",
+                        help="a file, or a folder searched recursively (repeatable; "
+                             "default: handbook.txt next to rag.py)")
+    parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
+    parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
+                        help="how many passages to retrieve (default: %(default)s)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per question per line")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
+    return parser
+
+
+def positive_int(text):
+    """argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def read_questions(args, stdin):
+    """Yield the questions: from the arguments, else stdin lines, else an interactive prompt."""
+    if args.question:
+        yield " ".join(args.question)
+    elif not stdin.isatty():
+        for line in stdin:
+            if line.strip():
+                yield line.strip()
+    else:
+        yield from prompt_loop()
+
+
+def prompt_loop():
+    """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
+    try:
+        import readline  # noqa: F401  (line editing and history where the platform has it)
+    except ImportError:
+        pass
+    print("Ask a question about the documents (empty line, quit or Ctrl-D to stop).", file=sys.stderr)
+    while True:
+        try:
+            question = input("question> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            return
+        if question.lower() in ("", "quit", "exit", "q"):
+            return
+        yield question
+
+
+def print_hits(question, hits, as_json):
+    """Print the hits: one JSON line, or a readable ranked list with excerpts."""
+    if as_json:
+        print(json_line(question, hits), flush=True)
+        return
+    if not hits:
+        print("No passage shares a word with the question.")
+    for hit in hits:
+        chunk = hit.chunk
+        print(f"[{hit.rank}] {hit.score:.2f}  {chunk.source}:{chunk.first_line}-{chunk.last_line}"
+              + (f"  ({chunk.heading})" if chunk.heading else ""))
+        print(textwrap.fill(excerpt(chunk.text, question), 100, initial_indent="    ",
+                            subsequent_indent="    "))
+    sys.stdout.flush()
+
+
+def json_line(question, hits, **extra):
+    """Return the JSON contract's object for one question: question, hits, then any extra fields."""
+    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s}' % (hit.rank, hit.score, chunk_json(hit.chunk))
+                          for hit in hits)
+    extra_json = "".join(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in extra.items())
+    return '{"question": %s, "hits": [%s]%s}' % (json.dumps(question), hits_json, extra_json)
+
+
+@lru_cache(maxsize=None)
+def chunk_json(chunk):
+    """Return a chunk's fields of a hit as JSON members: a chunk found again is not encoded again."""
+    return json.dumps({"source": chunk.source, "heading": chunk.heading,
+                       "lines": [chunk.first_line, chunk.last_line], "text": chunk.text})[1:-1]
+
+
+def excerpt(text, question, size=300):
+    """Return about size characters of text, from the sentence that shares most tokens with the question."""
+    wanted = set(tokenize(question))
+    sentences = [s for s in SENTENCE_END.split(" ".join(text.split())) if s]
+    best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
+    shown = " ".join(sentences[best:])
+    return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
+
+
+def main(argv=None):
+    """Run the command line; return the exit code."""
+    args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        index = Index(split_documents(load_documents(args.docs or [DEFAULT_DOCS])))
+        for question in read_questions(args, sys.stdin):
+            print_hits(question, search(index, question, args.k), args.json)
+        return 0
+    except RagError as e:
+        print(f"rag.py: {e}", file=sys.stderr)
+        return e.exit_code
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
