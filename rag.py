@@ -213,14 +213,15 @@ def text_paragraphs(text):
 
     for number, line in enumerate(text.splitlines(), 1):
         line = line.rstrip()
-        if line.lstrip().startswith(("```", "~~~")):
-            in_code = not in_code  # "# comment" lines inside a code block are not headings
+        fence = line.lstrip().startswith(("```", "~~~"))
+        in_code ^= fence
+        code = in_code or fence  # "# comment" lines in a code block are not headings
         if not line.strip():
             close()
             continue
-        if not in_code and ATX_HEADING.match(line):
+        if not code and ATX_HEADING.match(line):
             close()
-        elif not in_code and UNDERLINE.match(line) and lines and len(lines[-1]) <= 80:
+        elif not code and UNDERLINE.match(line) and lines and len(lines[-1]) <= 80:
             title = lines.pop()
             close()
             paragraphs.append(Paragraph(number - 1, number, title + "\n" + line))
@@ -228,7 +229,7 @@ def text_paragraphs(text):
         if not lines:
             first = number
         lines.append(line)
-        if not in_code and ATX_HEADING.match(line):
+        if not code and ATX_HEADING.match(line):
             close()
     close()
     return paragraphs
@@ -290,7 +291,7 @@ def html_paragraphs(markup):
 # ---------------------------------------------------------------------------------------------------
 
 ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
-UNDERLINE = re.compile(r"""\s{0,3}([=\-~^"'`*+#])\1{2,}\s*$""")            # "=====" under a title
+UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "=====" under a title
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -416,6 +417,7 @@ CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-
        "\uf900-\ufaff\uff66-\uff9f")  # Hangul Jamo, kana, Hangul, CJK ideographs, half-width kana
 WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK); "_" separates words
 CJK_RUN = re.compile(f"[{CJK}]+")
+IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 
 
@@ -430,7 +432,7 @@ def tokenize(text):
     if not text.isascii():
         for run in CJK_RUN.findall(text):
             tokens += [run[i:i + 2] for i in range(len(run) - 1)]
-            tokens += [char for char in run if char >= "\u3400"]  # an ideograph alone is a word too
+            tokens += IDEOGRAPH.findall(run)  # a Chinese character alone is a word too
     return tokens
 
 

@@ -1,0 +1,440 @@
+"""Tests for rag.py, in the order of its sections. Standard library only, fully offline.
+
+Run: python3 -m unittest -v test_rag
+"""
+
+import contextlib
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+import rag
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_main(args, stdin=""):
+    """Run rag.main(args) in-process; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch("sys.stdin", io.StringIO(stdin)):
+        code = rag.main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def chunks_of(text, source="doc.txt", budget=rag.CHUNK_CHARS, overlap=rag.CHUNK_OVERLAP):
+    """Split one in-memory text document."""
+    return rag.split_document(rag.Document(source, rag.text_paragraphs(text)), budget, overlap)
+
+
+class TempFolder(unittest.TestCase):
+    """A TestCase with a temporary folder that is removed afterwards."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="rag-test-")
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.folder, ignore_errors=True))
+
+    def write(self, name, content):
+        path = os.path.join(self.folder, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+        return path
+
+
+# ----------------------------------------------------------------------------------------- Load
+
+class LoadTest(TempFolder):
+
+    def test_decodes_utf8_bom_utf16_and_cp1252(self):
+        self.write("a_plain.txt", "café menu")
+        self.write("b_bom.txt", b"\xef\xbb\xbfcaf\xc3\xa9 bom")
+        self.write("c_utf16.txt", "café utf16".encode("utf-16"))
+        self.write("d_cp1252.txt", b"caf\xe9 \x80 legacy")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            documents = rag.load_documents([self.folder])
+        texts = [d.paragraphs[0].text for d in documents]
+        self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy"])
+        self.assertIn("d_cp1252.txt is not UTF-8", err.getvalue())
+        self.assertEqual(err.getvalue().count("\n"), 1)  # only the legacy file is worth a warning
+
+    def test_skips_binary_hidden_other_types_and_counts_them(self):
+        self.write("good.md", "# Title\n\nkept text")
+        self.write("image.png", b"\x89PNG\r\n")
+        self.write("data.bin.txt", b"abc\x00def")
+        self.write(".git/config.txt", "hidden")
+        self.write("notes/.secret.txt", "hidden")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            documents = rag.load_documents([self.folder])
+        self.assertEqual([d.source for d in documents], ["good.md"])
+        self.assertIn("data.bin.txt: binary", err.getvalue())
+        self.assertIn("skipped 1 files of other types (.png 1)", err.getvalue())
+
+    def test_order_is_sorted_and_sources_relative_with_slashes(self):
+        for name in ("b.txt", "a/z.txt", "a/b.txt", "C.txt"):
+            self.write(name, "text of " + name)
+        sources = [d.source for d in rag.load_documents([self.folder])]
+        self.assertEqual(sources, ["C.txt", "b.txt", "a/b.txt", "a/z.txt"])
+
+    @unittest.skipUnless(hasattr(os, "symlink"), "needs symbolic links")
+    def test_broken_link_and_link_loop_are_skipped_with_a_warning(self):
+        self.write("sub/real.txt", "real text")
+        try:
+            os.symlink(os.path.join(self.folder, "missing.txt"), os.path.join(self.folder, "broken.txt"))
+            os.symlink(self.folder, os.path.join(self.folder, "sub", "loop"))
+        except (OSError, NotImplementedError):
+            self.skipTest("cannot create symbolic links here")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            documents = rag.load_documents([self.folder])
+        self.assertEqual([d.source for d in documents], ["sub/real.txt"])
+        self.assertIn("broken.txt: a broken link", err.getvalue())
+        self.assertIn("a link loop", err.getvalue())
+
+    def test_unreadable_file_is_skipped_and_the_rest_still_loads(self):
+        self.write("a.txt", "first")
+        locked = self.write("b.txt", "locked")
+
+        def fake_open(path, *args, **kwargs):
+            if path == locked:
+                raise PermissionError(13, "Permission denied", path)
+            return open(path, *args, **kwargs)
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), mock.patch.object(rag, "open", fake_open, create=True):
+            documents = rag.load_documents([self.folder])
+        self.assertEqual([d.source for d in documents], ["a.txt"])
+        self.assertIn("b.txt: Permission denied", err.getvalue())
+
+    def test_html_keeps_text_and_headings_drops_script_and_style(self):
+        self.write("page.html", "<html><head><title>T</title><style>p {color: red}</style>\n"
+                                "<script>var secret = 1;</script></head><body>\n"
+                                "<h2>Travel &amp; Expenses</h2>\n<p>Book trains\n early.</p>\n</body></html>")
+        document = rag.load_documents([self.folder])[0]
+        texts = [p.text for p in document.paragraphs]
+        self.assertEqual(texts, ["T", "## Travel & Expenses", "Book trains early."])
+        self.assertEqual((document.paragraphs[2].first_line, document.paragraphs[2].last_line), (4, 5))
+
+    def test_crlf_lines_are_counted_like_lf(self):
+        self.write("w.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
+        paragraphs = rag.load_documents([self.folder])[0].paragraphs
+        self.assertEqual([(p.first_line, p.last_line, p.text) for p in paragraphs],
+                         [(1, 2, "one\ntwo"), (4, 4, "three")])
+
+    def test_missing_path_and_no_text_are_usage_errors(self):
+        with self.assertRaises(rag.RagError) as missing:
+            rag.load_documents([os.path.join(self.folder, "nope")])
+        self.assertEqual(missing.exception.exit_code, 2)
+        self.write("empty.txt", "")
+        self.write("blank.md", "\n\n   \n")
+        with self.assertRaises(rag.RagError) as empty:
+            rag.load_documents([self.folder])
+        self.assertEqual(empty.exception.exit_code, 2)
+        self.assertIn("no text found", str(empty.exception))
+
+    def test_a_named_file_of_any_type_is_read_as_text(self):
+        path = self.write("notes.log", "server restarted at noon")
+        self.assertEqual(rag.load_documents([path])[0].source, "notes.log")
+
+
+# ----------------------------------------------------------------------------------------- Split
+
+HEADINGS = """Handbook
+========
+
+Intro text.
+
+1. Travel
+
+1.1 Per diem
+
+Meals are covered.
+
+## Markdown sub
+More text.
+
+Setext Sub
+----------
+
+Last text.
+"""
+
+
+class SplitTest(unittest.TestCase):
+
+    def test_heading_styles_become_heading_paths(self):
+        chunks = chunks_of(HEADINGS, budget=60, overlap=0)
+        self.assertEqual([(c.heading, c.text.splitlines()[-1]) for c in chunks], [
+            ("Handbook", "Intro text."),
+            ("Travel > Per diem", "Meals are covered."),
+            ("Travel > Markdown sub", "More text."),
+            ("Travel > Setext Sub", "Last text."),
+        ])
+
+    def test_heading_detection_table(self):
+        table = [
+            ("# Title", (1, "Title")), ("### Deep ##", (3, "Deep")), ("3.2 Per diem", (2, "Per diem")),
+            ("11. 東京オフィス", (1, "東京オフィス")), ("Title\n=====", (1, "Title")),
+            ("1) a list item", None), ("3. Submit the form.", None), ("2020 was a year", None),
+            ("#hashtag", None), ("Plain sentence", None),
+        ]
+        for text, expected in table:
+            with self.subTest(text=text):
+                self.assertEqual(rag.heading_of(rag.Paragraph(1, 1, text), {}), expected)
+
+    def test_code_block_comments_are_not_headings(self):
+        chunks = chunks_of("# Setup\n\n```\n# not a heading\n\nrun it\n```\n")
+        self.assertEqual({c.heading for c in chunks}, {"Setup"})
+
+    def test_line_ranges_are_one_based_and_exact(self):
+        chunks = chunks_of(HEADINGS, budget=60, overlap=0)
+        self.assertEqual([(c.first_line, c.last_line) for c in chunks], [(1, 4), (6, 10), (12, 13), (15, 18)])
+
+    def test_overlap_repeats_tail_of_previous_chunk(self):
+        sentences = " ".join(f"Sentence number {i} ends here." for i in range(40))
+        chunks = chunks_of(sentences, budget=200, overlap=60)
+        for before, after in zip(chunks, chunks[1:]):
+            lead = after.text.split("\n\n")[0]
+            self.assertTrue(before.text.endswith(lead), (before.text, lead))
+            self.assertLessEqual(len(lead), 60)
+            self.assertTrue(lead[0].isalnum())  # starts at a word, not mid-word
+
+    def test_a_fact_on_a_boundary_stays_whole_in_some_chunk(self):
+        filler = " ".join(f"word{i}" for i in range(60))
+        text = filler + " The deadline is 30 days. " + filler
+        for budget in range(120, 200, 7):
+            chunks = chunks_of(text, budget=budget, overlap=40)
+            with self.subTest(budget=budget):
+                self.assertTrue(any("deadline is 30 days" in c.text for c in chunks))
+
+    def test_invariants_on_random_documents(self):
+        rng = random.Random(7)
+        vocabulary = ["alpha", "beta", "gamma", "delta", "expense", "report", "30", "días", "東京都。", "Ω"]
+        for trial in range(25):
+            paragraphs = []
+            for _ in range(rng.randint(1, 12)):
+                words = [rng.choice(vocabulary) for _ in range(rng.randint(1, 150))]
+                lines = [" ".join(words[i:i + 9]) + rng.choice([".", "", "!"]) for i in range(0, len(words), 9)]
+                paragraphs.append("\n".join(lines))
+            text = "\n\n".join(paragraphs)
+            budget, overlap = rng.choice([(80, 20), (200, 50), (500, 100), (1000, 0)])
+            chunks = chunks_of(text, budget=budget, overlap=overlap)
+            with self.subTest(trial=trial, budget=budget):
+                in_chunks = set(w for c in chunks for w in c.text.split())
+                self.assertLessEqual(set(text.split()), in_chunks)            # nothing lost
+                longest_word = max(len(w) for w in text.split())
+                self.assertTrue(all(len(c.text) <= budget + longest_word for c in chunks))
+                for before, after in zip(chunks, chunks[1:]):
+                    self.assertNotIn(before.text, after.text)                 # overlap < a chunk
+                self.assertEqual(chunks, chunks_of(text, budget=budget, overlap=overlap))
+                lines = text.split("\n")
+                for c in chunks:                                              # lines are where the text is
+                    for line in c.text.split("\n"):
+                        window = lines[c.first_line - 1:c.last_line]
+                        self.assertTrue(not line or any(line in w for w in window), (line, c))
+
+    def test_chunks_never_span_two_files(self):
+        documents = [rag.Document("a.txt", rag.text_paragraphs("apple " * 10)),
+                     rag.Document("b.txt", rag.text_paragraphs("berry " * 10))]
+        chunks = rag.split_documents(documents)
+        self.assertEqual([(c.source, c.text.split()[0]) for c in chunks], [("a.txt", "apple"), ("b.txt", "berry")])
+
+    def test_long_word_without_spaces_is_cut_to_the_budget(self):
+        chunks = chunks_of("x" * 250, budget=100, overlap=0)
+        self.assertEqual("".join(c.text for c in chunks), "x" * 250)
+        self.assertTrue(all(len(c.text) <= 100 for c in chunks))
+
+    def test_empty_and_whitespace_documents_have_no_chunks(self):
+        for text in ("", "\n\n", "   "):
+            with self.subTest(text=text):
+                self.assertEqual(chunks_of(text), [])
+
+
+# ----------------------------------------------------------------------------------------- Tokenize
+
+class TokenizeTest(unittest.TestCase):
+
+    def test_words_are_lowercased_stemmed_and_stop_words_dropped(self):
+        self.assertEqual(rag.tokenize("When do I have to FILE my expense reports?"), ["file", "expens", "report"])
+
+    def test_accented_letters_and_digits_are_word_characters(self):
+        self.assertEqual(rag.tokenize("Café 2024 Ελλάδα snake_case"), ["café", "2024", "ελλάδα", "snake", "case"])
+
+    def test_cjk_runs_become_character_pairs_and_ideographs(self):
+        table = [
+            ("東京都", ["東京", "京都", "東", "京", "都"]),
+            ("すし", ["すし"]),                       # kana pairs only: a lone kana is no word
+            ("を", []),
+            ("日", ["日"]),
+            ("Tokyo東京", ["tokyo", "東京", "東", "京"]),
+            ("한국어", ["한국", "국어"]),
+        ]
+        for text, expected in table:
+            with self.subTest(text=text):
+                self.assertEqual(rag.tokenize(text), expected)
+
+    def test_ascii_fast_path_matches_the_unicode_rule(self):
+        text = "It's e-mail: foo_bar@x.org, 3.5% (of) [EUR 45]; don't.\tTab"
+        self.assertEqual(text.lower().translate(rag.ASCII_SPACES).split(), rag.WORD.findall(text.lower()))
+        self.assertEqual(rag.tokenize(text), rag.tokenize(text + " café")[:-1])
+
+    def test_edge_inputs(self):
+        for text in ("", "   ", "!!!", "🙂", "the and of"):
+            with self.subTest(text=text):
+                self.assertEqual(rag.tokenize(text), [])
+
+    def test_porter2_table(self):
+        """Hand-picked pairs from the official vocabulary: every step and exception."""
+        table = {
+            "there's": "there", "yachting": "yacht", "enjoying": "enjoy", "caresses": "caress", "ties": "tie",
+            "cries": "cri", "gaps": "gap", "gas": "gas", "agreed": "agre", "feed": "feed",
+            "proceed": "proceed", "hopping": "hop", "hoping": "hope", "added": "add", "sized": "size",
+            "dying": "die", "aying": "aye", "evening": "evening", "herrings": "herring", "cry": "cri",
+            "say": "say", "conditional": "condit", "civilization": "civil", "effectiveness": "effect",
+            "urgency": "urgenc", "hopefulness": "hope", "carelessly": "careless", "geologist": "geolog",
+            "apology": "apolog", "possibly": "possibl", "knightly": "knight", "activity": "activ",
+            "electricity": "electr", "moralize": "moral", "accusative": "accus", "creative": "creativ",
+            "allowance": "allow", "adoption": "adopt", "controlled": "control", "rate": "rate",
+            "generously": "generous", "communism": "communism", "arsenal": "arsenal", "pasted": "paste",
+            "skies": "sky", "skis": "ski", "gently": "gentl", "ugly": "ugli", "news": "news", "howe": "howe",
+        }
+        for word, expected in table.items():
+            with self.subTest(word=word):
+                self.assertEqual(rag.stem(word), expected)
+
+    def test_porter2_whole_official_vocabulary_when_available(self):
+        folder = os.path.join(HERE, "..", "shared", "reference", "porter2")
+        if not os.path.exists(os.path.join(folder, "voc.txt")):
+            self.skipTest("shared/reference/porter2 is not next to this checkout")
+        with open(os.path.join(folder, "voc.txt"), encoding="utf-8") as f:
+            words = f.read().split()
+        with open(os.path.join(folder, "output.txt"), encoding="utf-8") as f:
+            stems = f.read().split()
+        wrong = [(w, s, rag.stem(w)) for w, s in zip(words, stems) if rag.stem(w) != s]
+        self.assertEqual(len(words), 42649)
+        self.assertEqual(wrong, [])
+
+
+# ----------------------------------------------------------------------------------------- Score
+
+def index_of(*texts):
+    return rag.Index([rag.Chunk(f"{i}.txt", "", 1, 1, text) for i, text in enumerate(texts)])
+
+
+class ScoreTest(unittest.TestCase):
+
+    def test_bm25_worked_example(self):
+        """Three chunks: "apple banana", "apple", "cherry" -> lengths 2, 1, 1; average 4/3.
+        Query "banana": df = 1, N = 3, idf = ln(1 + (3 - 1 + 0.5) / (1 + 0.5)) = ln(2.6667) = 0.98083.
+        Chunk 0: tf = 1, length 2: 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / (4/3))) = 2.2 / 2.65 = 0.83019.
+        Score = 0.98083 * 0.83019 = 0.81427."""
+        index = index_of("apple banana", "apple", "cherry")
+        hits = rag.search(index, "banana")
+        self.assertEqual([h.chunk.source for h in hits], ["0.txt"])
+        self.assertAlmostEqual(hits[0].score, 0.81427, places=4)
+
+    def test_rarer_token_outranks_common_one_and_length_is_normalized(self):
+        index = index_of("travel policy overview for everyone and all travel matters in general",
+                         "per diem rates for travel",
+                         "travel travel travel")
+        self.assertEqual([h.chunk.source for h in rag.search(index, "per diem travel", 3)],
+                         ["1.txt", "2.txt", "0.txt"])
+
+    def test_ties_break_by_chunk_order(self):
+        index = index_of("same words here", "other", "same words here", "same words here")
+        self.assertEqual([h.chunk.source for h in rag.search(index, "same words")], ["0.txt", "2.txt", "3.txt"])
+
+    def test_no_shared_token_means_no_hit(self):
+        index = index_of("apple", "banana")
+        self.assertEqual(rag.search(index, "cherry"), [])
+        self.assertEqual(rag.search(index, ""), [])
+        self.assertEqual(rag.search(rag.Index([]), "apple"), [])
+
+    def test_handbook_expense_question_finds_the_deadline_first(self):
+        index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
+        top = rag.search(index, "When do I have to file my expense report?", 1)[0].chunk
+        self.assertIn("within 30 days", top.text)
+        self.assertEqual(top.heading, "Expenses > Deadlines and late submissions")
+        japanese = rag.search(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
+        self.assertIn("30,000円", japanese.text)
+
+
+# ----------------------------------------------------------------------------------------- Command line
+
+class CommandLineTest(TempFolder):
+
+    def test_json_contract(self):
+        self.write("guide/travel.md", "# Travel\n\n## Per diem\n\nThe per diem in Japan is EUR 70.\n")
+        code, out, err = run_main(["--docs", self.folder, "--search", "--json", "-k", "2", "per diem Japan"])
+        self.assertEqual(code, 0, err)
+        record = json.loads(out)
+        self.assertEqual(record["question"], "per diem Japan")
+        hit = record["hits"][0]
+        self.assertEqual(set(hit), {"rank", "score", "source", "heading", "lines", "text"})
+        self.assertEqual((hit["rank"], hit["source"], hit["heading"], hit["lines"]),
+                         (1, "guide/travel.md", "Travel > Per diem", [1, 5]))  # a lone heading joins the next
+        self.assertIn("EUR 70", hit["text"])
+        self.assertIsInstance(hit["score"], float)
+
+    def test_source_is_the_file_name_when_docs_names_a_file(self):
+        path = self.write("deep/inside/notes.txt", "alpha beta")
+        code, out, _ = run_main(["--docs", path, "--search", "--json", "alpha"])
+        self.assertEqual(json.loads(out)["hits"][0]["source"], "notes.txt")
+
+    def test_questions_from_stdin_one_json_line_each(self):
+        self.write("a.txt", "apple pie\n\nbanana bread")
+        code, out, _ = run_main(["--docs", self.folder, "--search", "--json"], stdin="apple\n\nbanana\nzzz\n")
+        records = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([r["question"] for r in records], ["apple", "banana", "zzz"])
+        self.assertEqual([len(r["hits"]) for r in records], [1, 1, 0])
+
+    def test_readable_search_output(self):
+        code, out, _ = run_main(["--search", "-k", "2", "When do I have to file my expense report?"])
+        first = out.splitlines()[0]
+        self.assertRegex(first, r"^\[1\] \d+\.\d\d  handbook\.txt:\d+-\d+  \(Expenses > Deadlines")
+        self.assertIn("within 30 days", out)
+        self.assertTrue(all(len(line) <= 100 for line in out.splitlines()))
+
+    def test_usage_errors_exit_2_with_one_line(self):
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "missing"), "--search", "x"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(err.count("\n"), 1)
+        self.assertIn("no such file or folder", err)
+        with self.assertRaises(SystemExit) as bad_k, contextlib.redirect_stderr(io.StringIO()):
+            rag.main(["-k", "0", "x"])
+        self.assertEqual(bad_k.exception.code, 2)
+
+    def test_help_shows_defaults_and_version(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
+            rag.main(["--help"])
+        self.assertIn(f"(default: {rag.TOP_K})", out.getvalue())
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
+            rag.main(["--version"])
+        self.assertIn(rag.VERSION, out.getvalue())
+
+    def test_real_process_and_closed_pipe_end_quietly(self):
+        process = subprocess.Popen([sys.executable, os.path.join(HERE, "rag.py"), "--search", "--json"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process.stdin.write(b"expense report deadline\n" * 2000)
+        process.stdin.close()
+        first = process.stdout.readline()
+        process.stdout.close()  # like `| head -1`
+        err = process.stderr.read()
+        process.stderr.close()
+        self.assertEqual(process.wait(timeout=60), 0)
+        self.assertEqual(err, b"")
+        self.assertIn("handbook.txt", json.loads(first)["hits"][0]["source"])
+
+
+if __name__ == "__main__":
+    unittest.main()
