@@ -442,7 +442,7 @@ class ScoreTest(unittest.TestCase):
         Chunk 0: tf = 1, length 2: 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / (4/3))) = 2.2 / 2.65 = 0.83019.
         Score = 0.98083 * 0.83019 = 0.81427."""
         index = index_of("apple banana", "apple", "cherry")
-        hits = rag.search(index, "banana")
+        hits = rag.retrieve(index, "banana")
         self.assertEqual([h.chunk.source for h in hits], ["0.txt"])
         self.assertAlmostEqual(hits[0].score, 0.81427, places=4)
 
@@ -450,25 +450,25 @@ class ScoreTest(unittest.TestCase):
         index = index_of("travel policy overview for everyone and all travel matters in general",
                          "per diem rates for travel",
                          "travel travel travel")
-        self.assertEqual([h.chunk.source for h in rag.search(index, "per diem travel", 3)],
+        self.assertEqual([h.chunk.source for h in rag.retrieve(index, "per diem travel", 3)],
                          ["1.txt", "2.txt", "0.txt"])
 
     def test_ties_break_by_chunk_order(self):
         index = index_of("same words here", "other", "same words here", "same words here")
-        self.assertEqual([h.chunk.source for h in rag.search(index, "same words")], ["0.txt", "2.txt", "3.txt"])
+        self.assertEqual([h.chunk.source for h in rag.retrieve(index, "same words")], ["0.txt", "2.txt", "3.txt"])
 
     def test_no_shared_token_means_no_hit(self):
         index = index_of("apple", "banana")
-        self.assertEqual(rag.search(index, "cherry"), [])
-        self.assertEqual(rag.search(index, ""), [])
-        self.assertEqual(rag.search(rag.Index([]), "apple"), [])
+        self.assertEqual(rag.retrieve(index, "cherry"), [])
+        self.assertEqual(rag.retrieve(index, ""), [])
+        self.assertEqual(rag.retrieve(rag.Index([]), "apple"), [])
 
     def test_handbook_expense_question_finds_the_deadline_first(self):
         index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
-        top = rag.search(index, "When do I have to file my expense report?", 1)[0].chunk
+        top = rag.retrieve(index, "When do I have to file my expense report?", 1)[0].chunk
         self.assertIn("within 30 days", top.text)
         self.assertEqual(top.heading, "Expenses > Deadlines and late submissions")
-        japanese = rag.search(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
+        japanese = rag.retrieve(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
         self.assertIn("30,000円", japanese.text)
 
 
@@ -501,13 +501,15 @@ class PromptTest(unittest.TestCase):
         self.assertIn("see (3) and (12)", user)
 
     def test_token_estimate_counts_cjk_characters_one_each(self):
-        self.assertEqual(rag.estimate_tokens("abcdefgh"), 2)
-        self.assertEqual(rag.estimate_tokens("東京都庁"), 4)
-        self.assertEqual(rag.estimate_tokens(""), 0)
+        table = [("abcdefgh", 2), ("東京都庁", 4), ("", 0), ("Filed within 30 days.", 7),
+                 ("12.50 | 13.75 | 1400000", 11)]
+        for text, expected in table:
+            with self.subTest(text=text):
+                self.assertEqual(rag.estimate_tokens(text), expected)
 
     def test_context_budget_keeps_the_best_hits_that_fit_and_renumbers(self):
-        hits = hits_of("a " * 400, "b " * 4000, "c " * 400)  # ~200, ~2000 and ~200 tokens
-        kept = rag.fit_hits(hits, "q", budget=1000)
+        hits = hits_of("a " * 400, "b " * 4000, "c " * 400)  # 400, 4000 and 400 tokens
+        kept = rag.fit_hits(hits, "q", budget=1500)
         self.assertEqual([(h.rank, h.chunk.text[0]) for h in kept], [(1, "a"), (2, "c")])
 
     def test_num_ctx_holds_prompt_and_answer(self):
@@ -633,6 +635,31 @@ class AnswerTest(unittest.TestCase):
         self.assertNotIn("Let me see", out)
         self.assertTrue(out.startswith("Expense reports"))
 
+    def test_json_failure_keeps_the_hits_and_says_what_went_wrong(self):
+        code, out, err = self.ask(FakeOllama(mode="midstream-error"), "--json")
+        record = json.loads(out)
+        self.assertEqual(code, 1)
+        self.assertEqual(record["answer"], "Expense reports")
+        self.assertIn("error while answering", record["error"])
+        self.assertTrue(record["hits"])
+
+    def test_questions_from_stdin_go_on_after_a_failure(self):
+        fake = FakeOllama(mode="http500")
+        self.addCleanup(fake.close)
+        code, out, err = run_main(["--host", fake.url], stdin="expense report deadline\nper diem Japan\n")
+        self.assertEqual(code, 1)
+        self.assertEqual(len(self.chat_requests(fake)), 2)
+        self.assertIn(">>> expense report deadline", out)
+        self.assertIn("\n>>> per diem Japan", out)
+        self.assertEqual(err.count("HTTP 500"), 2)
+
+    def test_passages_that_do_not_fit_the_context_budget_are_reported(self):
+        fake = FakeOllama()
+        code, out, err = self.ask(fake, "-k", "30", "--context", "1500")
+        self.assertEqual(code, 0)
+        self.assertRegex(err, r"only \d+ of \d+ passages fit the 1500-token context budget")
+        self.assertLessEqual(self.chat_requests(fake)[0]["options"]["num_ctx"], 2048)
+
     def test_failures_are_one_clear_line_and_exit_1(self):
         table = [
             ("missing", "ollama pull llama3.2`; the server has: llama3.2:latest, nomic-embed-text:latest"),
@@ -689,7 +716,7 @@ class AnswerTest(unittest.TestCase):
         with mock.patch.object(rag, "stream_chat", interrupted):
             code, out, err = run_main(["When do I have to file my expense report?"])
         self.assertEqual(code, 130)
-        self.assertIn("Expense reports are [answer cut: interrupted]", out)
+        self.assertIn("Expense reports are\n[answer cut short]", out)
         self.assertNotIn("Traceback", err)
 
     def test_show_prompt_prints_the_request_and_sends_nothing(self):
@@ -734,7 +761,7 @@ class CommandLineTest(TempFolder):
     def test_readable_search_output(self):
         code, out, _ = run_main(["--search", "-k", "2", "When do I have to file my expense report?"])
         first = out.splitlines()[0]
-        self.assertRegex(first, r"^\[1\] \d+\.\d\d  handbook\.txt:\d+-\d+  \(Expenses > Deadlines")
+        self.assertRegex(first, r"^\[1\] \d+\.\d+  handbook\.txt:\d+-\d+  \(Expenses > Deadlines")
         self.assertIn("within 30 days", out)
         self.assertTrue(all(len(line) <= 100 for line in out.splitlines()))
 
