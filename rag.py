@@ -920,12 +920,13 @@ class EmbeddingCache:
     def save(self):
         """Write the current chunks' vectors and the recent questions' atomically: a temporary file
         renamed over the old one, so a crash or Ctrl-C mid-write leaves the old cache whole."""
-        if not self.path or not (self.changed or len(self.chunks) != len(set(self.chunk_keys))):
+        chunks = {key: self.chunks[key] for key in self.chunk_keys if key in self.chunks}
+        if not self.path or not (self.changed or len(chunks) != len(self.chunks)):
             return
         recent = list(self.questions.items())[-MAX_CACHED_QUESTIONS:]
         data = {"format": CACHE_FORMAT, "model": self.model, "prefixes": self.prefixes,
                 "dimension": self.dimension,
-                "chunks": {key: base64.b64encode(self.chunks[key]).decode() for key in self.chunk_keys},
+                "chunks": {key: base64.b64encode(vector).decode() for key, vector in chunks.items()},
                 "questions": {key: base64.b64encode(vector).decode() for key, vector in recent}}
         folder = os.path.dirname(self.path)
         try:

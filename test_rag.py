@@ -7,8 +7,10 @@ import contextlib
 import http.server
 import io
 import json
+import math
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import tempfile
 import threading
 import time
 import unittest
+import zlib
 from unittest import mock
 
 import rag
@@ -119,6 +122,34 @@ class FakeOllama:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+    dims = 16                 # size of the fake embedding vectors
+    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "too-long"
+    too_long = 10 ** 9        # inputs longer than this many characters are refused (too-long)
+
+    def vector(self, text):
+        """A deterministic bag-of-words vector: texts that share words point the same way."""
+        values = [0.0] * self.dims
+        for word in re.findall(r"\w+", text.lower()):
+            values[zlib.crc32(word.encode()) % self.dims] += 1.0
+        return values
+
+    def on_api_embed(self, handler, body):
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        if self.embed_mode == "no-embed-endpoint":
+            return handler.reply(404, "404 page not found", "text/plain")
+        if self.embed_mode == "missing":
+            return handler.reply(404, {"error": 'model "%s" not found, try pulling it first' % body["model"]})
+        if self.embed_mode == "chat-only":
+            return handler.reply(501, {"error": "this model does not support embeddings"})
+        if any(len(text) > self.too_long for text in texts):
+            return handler.reply(400, {"error": "the input length exceeds the context length"})
+        vectors = [self.vector(text) for text in texts]
+        units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
+        handler.reply(200, {"model": body["model"], "embeddings": units})
+
+    def on_api_embeddings(self, handler, body):
+        handler.reply(200, {"embedding": [3.7 * x for x in self.vector(body["prompt"])]})  # not unit length
 
     def on_api_chat(self, handler, body):
         words = self.answer.split(" ")
@@ -470,6 +501,198 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual(top.heading, "Expenses > Deadlines and late submissions")
         japanese = rag.retrieve(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
         self.assertIn("30,000円", japanese.text)
+
+
+# ----------------------------------------------------------------------------------------- Embed
+
+class EmbedTest(TempFolder):
+    """Embeddings against the fake server: batching, prefixes, the cache, and what goes wrong."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = FakeOllama()
+        self.addCleanup(self.fake.close)
+        self.cache = os.path.join(self.folder, "cache")
+        self.docs = os.path.join(self.folder, "docs")
+        self.write("docs/travel.md", "# Travel\n\nTrains are booked through the travel desk.\n\n"
+                                     "## Per diem\n\nThe per diem in Japan is EUR 70 a day.")
+        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 25 days a year.")
+
+    def search(self, question="per diem in Japan", *args, mode="embedding", model="all-minilm"):
+        return run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache, "--mode", mode,
+                         "--embed-model", model, "--search", "--json", *args, question])
+
+    def embed_inputs(self, path="/api/embed"):
+        """The texts of each embedding request, in order; the log is emptied."""
+        inputs = [body.get("input", body.get("prompt")) for _, p, body in self.fake.requests if p == path]
+        self.fake.requests.clear()
+        return inputs
+
+    def test_batches_and_prefixes(self):
+        with mock.patch.object(rag, "EMBED_BATCH", 2):
+            code, out, err = self.search(model="nomic-embed-text:latest")
+        self.assertEqual((code, err), (0, ""))
+        inputs = self.embed_inputs()
+        self.assertEqual([len(batch) for batch in inputs], [2, 1, 1])  # 3 chunks, then the question
+        self.assertTrue(all(text.startswith("search_document: ") for text in inputs[0] + inputs[1]))
+        self.assertEqual(inputs[2], ["search_query: per diem in Japan"])
+        sent = [body for _, p, body in self.fake.requests if p == "/api/embed"]
+        self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+
+    def test_prefix_table(self):
+        for model, expected in [("nomic-embed-text", ("search_query: ", "search_document: ")),
+                                ("mxbai-embed-large:335m", ("Represent this sentence for searching relevant "
+                                                            "passages: ", "")),
+                                ("all-minilm", ("", "")), ("registry.ollama.ai/library/nomic-embed-text:v1.5",
+                                                           ("search_query: ", "search_document: "))]:
+            with self.subTest(model=model):
+                self.assertEqual(rag.embed_prefixes(model), expected)
+
+    def test_second_run_embeds_nothing_but_a_new_question(self):
+        self.search()
+        self.embed_inputs()
+        code, out, err = self.search()
+        self.assertEqual((code, self.embed_inputs()), (0, []))        # same question: nothing at all
+        self.search("annual leave days")
+        self.assertEqual(self.embed_inputs(), [["annual leave days"]])  # only the new question
+
+    def test_editing_one_file_re_embeds_only_its_changed_chunks(self):
+        self.search()
+        self.embed_inputs()
+        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")
+        self.search()
+        self.assertEqual(self.embed_inputs(), [["# Leave\n\nAnnual leave is 30 days a year."]])
+        with open(os.path.join(self.cache, os.listdir(self.cache)[0]), encoding="utf-8") as f:
+            self.assertEqual(len(json.load(f)["chunks"]), 3)  # the old leave chunk is gone
+
+    def test_a_model_switch_never_mixes_vectors(self):
+        self.search(model="all-minilm")
+        self.embed_inputs()
+        self.fake.dims = 8
+        code, out, err = self.search(model="nomic-embed-text")
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # every chunk again
+        files = sorted(os.listdir(self.cache))
+        self.assertEqual(len(files), 2)
+        dims = []
+        for name in files:
+            with open(os.path.join(self.cache, name), encoding="utf-8") as f:
+                dims.append(json.load(f)["dimension"])
+        self.assertEqual(sorted(dims), [8, 16])
+
+    def test_a_corrupted_cache_is_reported_in_one_line_and_rebuilt(self):
+        self.search()
+        path = os.path.join(self.cache, os.listdir(self.cache)[0])
+        for damage in (b"", b'{"format": "rag.py embeddings 1", "model": "all-minilm"', b"\x00\xff garbage",
+                       b'{"format": "someone else"}', b"[1, 2, 3]"):
+            with self.subTest(damage=damage):
+                with open(path, "wb") as f:
+                    f.write(damage)
+                self.embed_inputs()
+                code, out, err = self.search()
+                self.assertEqual(code, 0)
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn("ignoring the embedding cache", err)
+                self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # rebuilt: 3 chunks, 1 question
+                self.assertEqual(self.search()[2], "")  # and trusted next time
+
+    def test_a_cache_of_the_wrong_vector_size_is_not_trusted(self):
+        self.search()
+        path = os.path.join(self.cache, os.listdir(self.cache)[0])
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        data["dimension"] = 4
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        code, out, err = self.search()
+        self.assertIn("wrong size", err)
+
+    def test_the_model_changing_its_vector_size_mid_run_is_an_error(self):
+        self.search()                      # chunks cached with 16 numbers a vector
+        self.fake.dims = 8                 # the next question comes back with 8
+        code, out, err = self.search("annual leave")
+        self.assertEqual(code, 1)
+        self.assertIn("changed its vector size", err)
+        self.assertNotIn("Traceback", err)
+
+    def test_cache_is_private_and_written_atomically(self):
+        self.search()
+        path = os.path.join(self.cache, os.listdir(self.cache)[0])
+        if os.name == "posix":
+            self.assertEqual(os.stat(self.cache).st_mode & 0o777, 0o700)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path, "rb") as f:
+            before = f.read()
+        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")
+        with mock.patch.object(rag.json, "dump", side_effect=KeyboardInterrupt):
+            code, out, err = self.search()
+        self.assertEqual(code, 130)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), before)              # the old cache is whole
+        self.assertEqual(os.listdir(self.cache), [os.path.basename(path)])  # no temporary file left
+
+    def test_no_cache_writes_nothing(self):
+        self.search("per diem in Japan", "--no-cache")
+        self.assertFalse(os.path.exists(self.cache))
+
+    def test_legacy_endpoint_fallback_normalizes_vectors(self):
+        self.fake.embed_mode = "no-embed-endpoint"
+        code, out, err = self.search()
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(len(self.embed_inputs("/api/embeddings")), 4)  # one text a request
+        score = json.loads(out)["hits"][0]["score"]
+        self.assertLessEqual(score, 1.0 + 1e-6)  # a cosine, although the server's vectors were 3.7 long
+
+    def test_too_long_chunk_is_shortened_with_a_warning(self):
+        self.fake.too_long = 45
+        code, out, err = self.search()
+        self.assertEqual(code, 0)
+        self.assertIn("travel.md:1-3 is too long for all-minilm; embedding its first", err)
+
+    def test_missing_and_chat_only_embedding_models(self):
+        for mode, message in [("missing", "`ollama pull all-minilm`"), ("chat-only", "makes no embeddings")]:
+            with self.subTest(mode=mode):
+                self.fake.embed_mode = mode
+                code, out, err = self.search()
+                self.assertEqual(code, 1)
+                self.assertIn(message, err)
+                self.assertEqual(err.count("\n"), 1)
+
+    def test_hybrid_falls_back_to_words_with_one_warning(self):
+        self.fake.embed_mode = "missing"
+        code, out, err = self.search("per diem Japan", mode="hybrid")
+        self.assertEqual(code, 0)
+        self.assertEqual(err.count("\n"), 1)
+        self.assertIn("searching by words only", err)
+        self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+
+    def test_unit_vectors(self):
+        vector = rag.unit_vector([3.0, 4.0])
+        self.assertEqual(list(vector), [0.6000000238418579, 0.800000011920929])  # float32
+        self.assertEqual(list(rag.unit_vector([0.0, 0.0])), [0.0, 0.0])
+
+
+# ----------------------------------------------------------------------------------------- Retrieve
+
+class RetrieveTest(unittest.TestCase):
+
+    def test_reciprocal_rank_fusion_worked_example(self):
+        """Lexical ranks chunks 7, 3, 5; embeddings rank 3, 9. With k = 60:
+        3: 1/62 + 1/61 = 0.032522; 7: 1/61 = 0.016393; 9: 1/62 = 0.016129; 5: 1/63 = 0.015873."""
+        fused = rag.fuse([[(7, 9.1), (3, 8.0), (5, 2.0)], [(3, 0.8), (9, 0.7)]], k=60)
+        self.assertEqual([number for number, _ in fused], [3, 7, 9, 5])
+        self.assertAlmostEqual(fused[0][1], 0.032522, places=6)
+
+    def test_fusion_ties_go_to_the_earlier_chunk(self):
+        self.assertEqual([n for n, _ in rag.fuse([[(8, 1.0)], [(2, 1.0)]])], [2, 8])
+
+    def test_embedding_ranking_orders_by_cosine(self):
+        index = index_of("a", "b", "c")
+        index.vectors = [rag.unit_vector(v) for v in ([1, 0], [0.6, 0.8], [0, 1])]
+        index.embed_question = lambda question: rag.unit_vector([0, 1])
+        ranking = rag.embedding_ranking(index, "anything", 2)
+        self.assertEqual([n for n, _ in ranking], [2, 1])
+        self.assertAlmostEqual(ranking[1][1], 0.8, places=6)
 
 
 # ----------------------------------------------------------------------------------------- Prompt
