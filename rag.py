@@ -1033,12 +1033,50 @@ def fuse(rankings, k=RRF_K):
     return [(number, scores[number]) for number in best]
 
 
+def interleave(rankings):
+    """Return rankings merged turn by turn, each chunk once: every ranking's first, then every
+    ranking's second, and so on. (Fusion would favour chunks that match all parts a little.)
+
+    Example: interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0)]]) -> [(7, 9.1), (3, 5.0), (9, 4.0)]
+    """
+    merged = {}
+    for position in range(max(map(len, rankings), default=0)):
+        for ranking in rankings:
+            if position < len(ranking):
+                merged.setdefault(*ranking[position])
+    return list(merged.items())
+
+
 RANKINGS = {"lexical": lexical_ranking, "embedding": embedding_ranking, "hybrid": hybrid_ranking}
 
 
+# A compound question asks several questions: split it after a question mark, and at "and" + a
+# question word, when every part is a question itself. Not at every sentence: in "X happened in 1873.
+# Which year of Meiji was that?" the first sentence is the context of a single question.
+QUESTION_WORD = r"(?i:what|who|when|where|which|why|how|is|are|do|does|can|should|must)\b"
+QUESTION_BREAK = re.compile(rf"(?<=[?？])\s*(?=[^\W\d_])|,?\s+(?i:and|also)\s+(?={QUESTION_WORD})")
+IS_QUESTION = re.compile(rf"{QUESTION_WORD}|.*[?？]$", re.DOTALL)
+
+
+def sub_queries(question):
+    """Return the questions a compound question asks, or [] when it asks one.
+
+    Example: "What is the per diem in Japan and who approves it?" -> ["What is the per diem in Japan",
+    "who approves it?"]
+    """
+    parts = [part.strip() for part in QUESTION_BREAK.split(question) if tokenize(part)]
+    return parts if len(parts) > 1 and all(IS_QUESTION.match(part) for part in parts) else []
+
+
 def retrieve(index, question, k=TOP_K, mode="lexical"):
-    """Return the k best hits for the question, best first."""
-    ranking = RANKINGS[mode](index, question, k)
+    """Return the k best hits for the question, best first. A compound question is also asked
+    part by part, and the rankings of the whole and of the parts take turns, so each part gets hits."""
+    rank = RANKINGS[mode]
+    parts = sub_queries(question)
+    if parts:
+        ranking = interleave([rank(index, query, k) for query in [question] + parts])[:k]
+    else:
+        ranking = rank(index, question, k)
     return [Hit(rank, score, index.chunks[number]) for rank, (number, score) in enumerate(ranking, 1)]
 
 

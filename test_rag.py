@@ -683,8 +683,32 @@ class RetrieveTest(unittest.TestCase):
         self.assertEqual([number for number, _ in fused], [3, 7, 9, 5])
         self.assertAlmostEqual(fused[0][1], 0.032522, places=6)
 
+    def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
+        merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
+        self.assertEqual(merged, [(7, 9.1), (3, 5.0), (9, 4.0), (1, 1.0)])
+
     def test_fusion_ties_go_to_the_earlier_chunk(self):
         self.assertEqual([n for n, _ in rag.fuse([[(8, 1.0)], [(2, 1.0)]])], [2, 8])
+
+    def test_compound_questions_are_split_only_into_questions(self):
+        table = [
+            ("What is the per diem in Japan and who approves it?", ["What is the per diem in Japan", "who approves it?"]),
+            ("When is the deadline? Who approves?", ["When is the deadline?", "Who approves?"]),
+            ("Deltex interacts with eIF3. There is no known interaction", []),
+            ("1469年に城代となった。名前を何というか?", []),                 # context + one question
+            ("誰の研究であるのか?彼のフールネームを述べなさい。", []),       # the second part is no question
+            ("Cats and dogs are pets?", []), ("?", []), ("", []),
+        ]
+        for question, expected in table:
+            with self.subTest(question=question):
+                self.assertEqual(rag.sub_queries(question), expected)
+
+    def test_each_part_of_a_compound_question_gets_its_hits(self):
+        index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
+        question = "What is the mileage rate for my car and how many days of annual leave do I get?"
+        headings = [hit.chunk.heading for hit in rag.retrieve(index, question, 3)]
+        self.assertIn("Expenses > Mileage", headings)
+        self.assertIn("Leave > Annual leave", headings)
 
     def test_embedding_ranking_orders_by_cosine(self):
         index = index_of("a", "b", "c")
