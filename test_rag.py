@@ -11,6 +11,7 @@ import math
 import os
 import random
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -974,6 +975,131 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("--- system ---", out)
         self.assertIn("Question: When do I have to file my expense report?", out)
         self.assertEqual(fake.requests, [])
+
+
+# ----------------------------------------------------------------------------------------- Explain and evaluate
+
+EVAL_FILE = """# question<TAB>expected source
+When do I have to file my expense report?\thandbook.txt#Deadlines
+What is the per diem in Japan?\thandbook.txt
+What should I do if I lose my laptop?\thandbook.txt#Lost or stolen
+Is there parking at the office?\t-
+zebra quantum xylophone\t-
+"""
+
+
+class EvalTest(TempFolder):
+
+    def test_retrieval_report_hits_misses_and_unanswerable(self):
+        path = self.write("q.tsv", EVAL_FILE)
+        code, out, err = run_main(["--eval", path, "-k", "1", "--json"])
+        self.assertEqual((code, err), (0, ""))
+        report = json.loads(out)
+        self.assertEqual((report["questions"], report["answerable"], report["hit_rate"], report["mrr"]),
+                         (5, 3, 0.6667, 0.6667))
+        self.assertEqual(report["not_asked"], {"unanswerable": 1, "answerable": 0})
+        miss = report["misses"][0]
+        self.assertEqual((miss["line"], miss["expected"]), (4, "handbook.txt#Lost or stolen"))
+        self.assertIn("(Expenses > Receipts)", miss["got"][0])
+
+    def test_readable_report(self):
+        path = self.write("q.tsv", EVAL_FILE)
+        code, out, err = run_main(["--eval", path])
+        self.assertEqual(code, 0)
+        self.assertIn("5 questions (3 answerable, 2 not), k=5, mode lexical", out)
+        self.assertIn("hit rate@5  1.00  (3 of 3 found their source)", out)
+
+    def test_answers_are_checked_with_the_model(self):
+        fake = FakeOllama(answer="Within 30 days.")  # no citation, and it answers everything
+        self.addCleanup(fake.close)
+        path = self.write("q.tsv", EVAL_FILE)
+        code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
+        answers = json.loads(out)["answers"]
+        self.assertEqual(answers, {"model": "llama3.2", "invalid_citations": 0, "no_citation": 4,
+                                   "unanswerable_answered": 1, "answerable_refused": 0})
+        self.assertEqual(len([r for r in fake.requests if r[1] == "/api/chat"]), 4)  # zebra was not asked
+
+    def test_malformed_file_is_a_usage_error_with_the_line_number(self):
+        for content, line in [("ok question\thandbook.txt\nno tab here\n", 2), ("\tmissing question\n", 1),
+                              ("q\ta\tb\n", 1)]:
+            with self.subTest(content=content):
+                code, out, err = run_main(["--eval", self.write("bad.tsv", content)])
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(f"bad.tsv:{line}: expected question<TAB>source", err)
+        code, out, err = run_main(["--eval", os.path.join(self.folder, "none.tsv")])
+        self.assertEqual(code, 2)
+        code, out, err = run_main(["--eval", self.write("empty.tsv", "# nothing\n")])
+        self.assertEqual(code, 2)
+
+
+class ExplainTest(unittest.TestCase):
+
+    def test_explain_shows_each_stage(self):
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        code, out, err = run_main(["--explain", "--host", fake.url, "-k", "2",
+                                   "What is the mileage rate and who approves trips?"])
+        self.assertEqual(code, 0, err)
+        stages = re.findall(r"^== (.+?) =+$", out, re.M)
+        self.assertEqual([s.split(":")[0].split(" ")[0] for s in stages],
+                         ["Question", "Sub-queries", "Tokens", "Top", "Sent", "Prompt", "Answer"])
+        self.assertIn("  1. What is the mileage rate\n  2. who approves trips?", out)
+        self.assertIn("mileage->mileag", out)
+        self.assertIn("what(dropped)", out)
+        self.assertRegex(out, r"mileag \d+\.\d\d \+ rate \d+\.\d\d \+ trip \d+\.\d\d = \d+\.\d\d")
+        self.assertRegex(out, r"prompt ~\d+ tokens \+ 512 for the answer -> num_ctx \d+")
+        self.assertEqual([line for line in out.splitlines() if len(line) > 100], [])
+        self.assertIn("Expense reports are due within 30 days [1].", out)
+
+    def test_explain_with_search_stops_after_the_ranking_and_shows_cjk_tokens(self):
+        code, out, err = run_main(["--explain", "--search", "東京オフィスの勤務時間"])
+        self.assertEqual(code, 0)
+        self.assertIn("東京オフィスの勤務時間->東京 京オ オフ", out)
+        self.assertNotIn("== Prompt", out)
+
+
+class ReadmeTest(TempFolder):
+    """The README's commands, run as written (in a copy of the project), so the README cannot go stale."""
+
+    def readme_blocks(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            return re.findall(r"^```(\w+)\n(.*?)^```", f.read(), re.M | re.S)
+
+    def test_the_first_two_commands(self):
+        first = self.readme_blocks()[0][1].splitlines()
+        self.assertEqual(first, ['python3 rag.py "When do I have to file my expense report?"',
+                                 "python3 -m unittest test_rag"])
+        with open(os.path.join(HERE, ".ci", "run"), encoding="utf-8") as f:
+            self.assertIn("'^python3 -m unittest'", f.read())  # CI runs the README's test command
+
+    def test_every_sh_command_runs_and_shown_output_matches(self):
+        for name in ("rag.py", "handbook.txt"):
+            with open(os.path.join(HERE, name), "rb") as f:
+                self.write(name, f.read())
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        env = dict(os.environ, OLLAMA_HOST=fake.url, PYTHONIOENCODING="utf-8")
+        blocks = self.readme_blocks()
+        ran = 0
+        for number, (kind, body) in enumerate(blocks):
+            if kind != "sh":
+                continue
+            for heredoc in re.finditer(r"^cat > (\S+) <<'EOF'\n(.*?)^EOF$", body, re.M | re.S):
+                self.write(heredoc.group(1), heredoc.group(2))
+            for line in body.splitlines():
+                if not line.startswith("python3 rag.py"):
+                    continue
+                with self.subTest(command=line):
+                    result = subprocess.run([sys.executable, "rag.py"] + shlex.split(line)[2:], cwd=self.folder,
+                                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    self.assertTrue(result.stdout.strip())
+                    following = blocks[number + 1] if number + 1 < len(blocks) else ("", "")
+                    if "--eval" in line and following[0] == "text":
+                        self.assertEqual(result.stdout.decode("utf-8"), following[1])
+                    ran += 1
+        self.assertGreaterEqual(ran, 5)
+        self.assertEqual(sorted(os.listdir(self.folder)), ["handbook.txt", "questions.tsv", "rag.py"])
 
 
 # ----------------------------------------------------------------------------------------- Command line
