@@ -1104,6 +1104,8 @@ Rules:
 5. Be concise: answer in one to three sentences.
 6. Answer in the language of the question."""
 
+TOKEN_PIECE = re.compile(f"[{CJK}]|[^\\W\\d_]{{1,4}}|\\d{{1,3}}|[^\\w\\s]")
+
 
 def estimate_tokens(text):
     """Return a cautious estimate of a model's token count: a token per 4 letters of a word, per
