@@ -5,13 +5,14 @@ One file, Python standard library only: copy it to any machine with Python 3.8 o
 
     python3 rag.py "When do I have to file my expense report?"    # answer from the sample handbook
     python3 rag.py --search "per diem Japan"                       # ranked passages only, no model
-    python3 rag.py --docs ~/notes                                  # ask about your own files, interactively
+    python3 rag.py --docs ~/notes --mode hybrid                    # your own files, interactively
 
 The pipeline, in the order of this file: load documents -> split them into chunks -> tokenize ->
-score chunks against the question (BM25) -> retrieve the best ones -> command line.
+score chunks against the question (BM25) -> embed (optional) -> retrieve the best chunks -> build a
+grounded prompt -> generate the answer with Ollama -> check its citations -> command line.
 
-Search needs nothing but Python. Answers need Ollama running (`ollama serve`) with a chat model
-(`ollama pull llama3.2`).
+Search needs nothing but Python 3.8+. Answers need Ollama running (`ollama serve`) with a chat model
+(`ollama pull llama3.2`); --mode embedding/hybrid also an embedding model (`ollama pull nomic-embed-text`).
 """
 
 import argparse
@@ -92,7 +93,8 @@ why how all any both each few more most other some such no nor not only own same
 #   document  one file's text, as paragraphs with their line numbers, and its source (relative path)
 #   chunk     a passage of one document, at most CHUNK_CHARS long, with its heading path and line range
 #   token     what search compares: a word stem, or a pair of neighbouring CJK characters
-#   score     how well a chunk matches a question (BM25 over tokens); higher is better
+#   score     how well a chunk matches a question (BM25 over tokens, or cosine of vectors); higher is better
+#   vector    a chunk's or a question's embedding: numbers from a model, near for similar meanings
 #   hit       a chunk found for a question, with its rank and score
 # ---------------------------------------------------------------------------------------------------
 
@@ -113,6 +115,7 @@ def warn(message):
 
 @dataclass(frozen=True)
 class Paragraph:
+    """A run of lines between blank lines (or one HTML block), with where it stands in its file."""
     first_line: int   # 1-based
     last_line: int
     text: str
@@ -120,12 +123,14 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class Document:
+    """One file's text, as paragraphs."""
     source: str       # path relative to the --docs folder it was found under, "/" separated
     paragraphs: list
 
 
 @dataclass(frozen=True)
 class Chunk:
+    """A passage of one document: what is scored, and what the model reads."""
     source: str
     heading: str      # heading path, e.g. "Travel > Per diem"; "" before the first heading
     first_line: int
@@ -135,13 +140,14 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
+    """A chunk found for a question."""
     rank: int
     score: float
     chunk: Chunk
 
 
 # ---------------------------------------------------------------------------------------------------
-# Load: files and folders -> documents. Only this section reads the disk.
+# Load: files and folders -> documents. Bad files are skipped with a warning; the run goes on.
 # ---------------------------------------------------------------------------------------------------
 
 def load_documents(paths):
@@ -302,7 +308,7 @@ class HtmlText(HTMLParser):
     def handle_data(self, data):
         if not self.skipping and data.strip():
             if not self.words:
-                self.first = self.getpos()[0] + (len(data) - len(data.lstrip("\r\n")))
+                self.first = self.getpos()[0] + data[:len(data) - len(data.lstrip())].count("\n")
             self.words.extend(data.split())
 
 
@@ -354,15 +360,16 @@ def sections(paragraphs):
     A heading directly followed by another heading stays with the next section, so no chunk is a
     lone heading.
     """
-    path, body, underline_levels = [], [], {}
+    path, body, has_text, underline_levels = [], [], False, {}
     for paragraph in paragraphs:
         heading = heading_of(paragraph, underline_levels)
-        if heading:
-            if any(heading_of(p, underline_levels) is None for p in body):
-                yield " > ".join(title for _, title in path), body
-                body = []
-            level, title = heading
-            path = [(lv, t) for lv, t in path if lv < level] + [heading]
+        if heading and has_text:
+            yield " > ".join(title for _, title in path), body
+            body, has_text = [], False
+        if heading:  # a heading of level 2 replaces the last level-2 heading and everything under it
+            path = [(level, title) for level, title in path if level < heading[0]] + [heading]
+        else:
+            has_text = True
         body.append(paragraph)
     if body:
         yield " > ".join(title for _, title in path), body
@@ -373,15 +380,16 @@ def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
     chunks = []
     room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
     for heading, paragraphs in sections(document.paragraphs):
-        pieces = [piece for p in paragraphs for piece in windows(p, room)]
-        group, previous = [], None
-        for piece in pieces + [None]:
-            if group and (piece is None or sum(len(p.text) + 2 for p in group) + len(piece.text) > room):
+        group, size, previous = [], 0, None
+        for piece in [piece for p in paragraphs for piece in windows(p, room)]:
+            if group and size + len(piece.text) > room:  # full: close this chunk, start the next
                 previous = make_chunk(document.source, heading, group, previous, overlap)
                 chunks.append(previous)
-                group = []
-            if piece is not None:
-                group.append(piece)
+                group, size = [], 0
+            group.append(piece)
+            size += len(piece.text) + 2  # 2: the blank line that joins two pieces
+        if group:
+            chunks.append(make_chunk(document.source, heading, group, previous, overlap))
     return chunks
 
 
@@ -1687,6 +1695,31 @@ def excerpt(text, question, size=300):
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
 
 
+def run_questions(index, args):
+    """Search or answer each question in turn; return how many could not be answered."""
+    failures, interactive = 0, not args.question and sys.stdin.isatty()
+    for number, question in enumerate(read_questions(args, sys.stdin)):
+        if args.explain:
+            explain(index, question, args)
+            if args.search or args.show_prompt:
+                continue
+        if args.search:
+            print_hits(question, retrieve(index, question, args.k, args.mode), args.json)
+            continue
+        if not (args.json or args.question or interactive):  # questions from a file: say which one
+            print(("\n" if number else "") + f">>> {question}")
+        try:
+            answer(index, question, args)
+        except RagError as e:  # say so, and go on with the next question
+            print(f"rag.py: {e}", file=sys.stderr, flush=True)
+            failures += 1
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
+    return failures
+
+
 def main(argv=None):
     """Run the command line; return the exit code."""
     args = build_parser().parse_args(argv)
@@ -1704,30 +1737,14 @@ def main(argv=None):
         args.docs = args.docs or [DEFAULT_DOCS]
         index = Index(split_documents(load_documents(args.docs)))
         cache = use_embeddings(index, args) if args.mode != "lexical" else None
-        if args.eval:
-            print_report(evaluate(index, read_eval_cases(args.eval), args), args.json)
-            return 0
-        failures = 0
         try:
-            for number, question in enumerate(read_questions(args, sys.stdin)):
-                if args.explain:
-                    explain(index, question, args)
-                    if args.search or args.show_prompt:
-                        continue
-                if args.search:
-                    print_hits(question, retrieve(index, question, args.k, args.mode), args.json)
-                    continue
-                if not (args.json or args.question or sys.stdin.isatty()):  # from a file: say which one
-                    print(("\n" if number else "") + f">>> {question}")
-                try:
-                    answer(index, question, args)
-                except RagError as e:  # say so, and go on with the next question
-                    print(f"rag.py: {e}", file=sys.stderr, flush=True)
-                    failures += 1
+            if args.eval:
+                print_report(evaluate(index, read_eval_cases(args.eval), args), args.json)
+                return 0
+            return 1 if run_questions(index, args) else 0
         finally:
             if cache:
                 cache.save()  # the questions' vectors
-        return 1 if failures else 0
     except RagError as e:
         print(f"rag.py: {e}", file=sys.stderr)
         return e.exit_code
