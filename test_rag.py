@@ -1131,6 +1131,28 @@ class CommandLineTest(TempFolder):
         self.assertEqual([r["question"] for r in records], ["apple", "banana", "zzz"])
         self.assertEqual([len(r["hits"]) for r in records], [1, 1, 0])
 
+    def test_interactive_prompt_keeps_the_index_until_quit_or_eof(self):
+        for typed in (["expense report deadline", "per diem Japan", "quit"], ["expense report deadline", EOFError]):
+            with self.subTest(typed=typed):
+                terminal = io.StringIO()
+                terminal.isatty = lambda: True
+                lines = iter(typed)
+
+                def fake_input(prompt):
+                    line = next(lines)
+                    if line is EOFError:
+                        raise EOFError
+                    return line
+                out, err = io.StringIO(), io.StringIO()
+                with mock.patch("sys.stdin", terminal), mock.patch("builtins.input", fake_input), \
+                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                        mock.patch.object(rag, "Index", wraps=rag.Index) as built:
+                    code = rag.main(["--search", "-k", "1"])
+                self.assertEqual((code, built.call_count), (0, 1))
+                self.assertIn("(Expenses > Deadlines and late submissions)", out.getvalue())
+                self.assertEqual(out.getvalue().count("[1] "), len(typed) - 1)
+                self.assertIn("quit or Ctrl-D to stop", err.getvalue())
+
     def test_readable_search_output(self):
         code, out, _ = run_main(["--search", "-k", "2", "When do I have to file my expense report?"])
         first = out.splitlines()[0]
