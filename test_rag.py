@@ -36,6 +36,14 @@ def run_main(args, stdin=""):
     return code, out.getvalue(), err.getvalue()
 
 
+def load_with_warnings(*paths):
+    """Load documents; return (documents, what was warned on stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        documents = rag.load_documents(list(paths))
+    return documents, err.getvalue()
+
+
 def chunks_of(text, source="doc.txt", budget=rag.CHUNK_CHARS, overlap=rag.CHUNK_OVERLAP):
     """Split one in-memory text document."""
     return rag.split_document(rag.Document(source, rag.text_paragraphs(text)), budget, overlap)
@@ -194,13 +202,11 @@ class LoadTest(TempFolder):
         self.write("b_bom.txt", b"\xef\xbb\xbfcaf\xc3\xa9 bom")
         self.write("c_utf16.txt", "café utf16".encode("utf-16"))
         self.write("d_cp1252.txt", b"caf\xe9 \x80 legacy")
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            documents = rag.load_documents([self.folder])
+        documents, warned = load_with_warnings(self.folder)
         texts = [d.paragraphs[0].text for d in documents]
         self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy"])
-        self.assertIn("d_cp1252.txt is not UTF-8", err.getvalue())
-        self.assertEqual(err.getvalue().count("\n"), 1)  # only the legacy file is worth a warning
+        self.assertIn("d_cp1252.txt is not UTF-8", warned)
+        self.assertEqual(warned.count("\n"), 1)  # only the legacy file is worth a warning
 
     def test_skips_binary_hidden_other_types_and_counts_them(self):
         self.write("good.md", "# Title\n\nkept text")
@@ -208,12 +214,10 @@ class LoadTest(TempFolder):
         self.write("data.bin.txt", b"abc\x00def")
         self.write(".git/config.txt", "hidden")
         self.write("notes/.secret.txt", "hidden")
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            documents = rag.load_documents([self.folder])
+        documents, warned = load_with_warnings(self.folder)
         self.assertEqual([d.source for d in documents], ["good.md"])
-        self.assertIn("data.bin.txt: binary", err.getvalue())
-        self.assertIn("skipped 1 files of other types (.png 1)", err.getvalue())
+        self.assertIn("data.bin.txt: binary", warned)
+        self.assertIn("skipped 1 files of other types (.png 1)", warned)
 
     def test_order_is_sorted_and_sources_relative_with_slashes(self):
         for name in ("b.txt", "a/z.txt", "a/b.txt", "C.txt"):
@@ -229,12 +233,10 @@ class LoadTest(TempFolder):
             os.symlink(self.folder, os.path.join(self.folder, "sub", "loop"))
         except (OSError, NotImplementedError):
             self.skipTest("cannot create symbolic links here")
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            documents = rag.load_documents([self.folder])
+        documents, warned = load_with_warnings(self.folder)
         self.assertEqual([d.source for d in documents], ["sub/real.txt"])
-        self.assertIn("broken.txt: a broken link", err.getvalue())
-        self.assertIn("a link loop", err.getvalue())
+        self.assertIn("broken.txt: a broken link", warned)
+        self.assertIn("a link loop", warned)
 
     def test_unreadable_file_is_skipped_and_the_rest_still_loads(self):
         self.write("a.txt", "first")
@@ -245,11 +247,10 @@ class LoadTest(TempFolder):
                 raise PermissionError(13, "Permission denied", path)
             return open(path, *args, **kwargs)
 
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), mock.patch.object(rag, "open", fake_open, create=True):
-            documents = rag.load_documents([self.folder])
+        with mock.patch.object(rag, "open", fake_open, create=True):
+            documents, warned = load_with_warnings(self.folder)
         self.assertEqual([d.source for d in documents], ["a.txt"])
-        self.assertIn("b.txt: Permission denied", err.getvalue())
+        self.assertIn("b.txt: Permission denied", warned)
 
     def test_html_keeps_text_and_headings_drops_script_and_style(self):
         self.write("page.html", "<html><head><title>T</title><style>p {color: red}</style>\n"
@@ -537,7 +538,6 @@ class EmbedTest(TempFolder):
         self.assertEqual([len(batch) for batch in inputs], [2, 1, 1])  # 3 chunks, then the question
         self.assertTrue(all(text.startswith("search_document: ") for text in inputs[0] + inputs[1]))
         self.assertEqual(inputs[2], ["search_query: per diem in Japan"])
-        sent = [body for _, p, body in self.fake.requests if p == "/api/embed"]
         self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
 
     def test_prefix_table(self):
