@@ -667,6 +667,22 @@ class EmbedTest(TempFolder):
         self.assertIn("searching by words only", err)
         self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
 
+    def test_progress_is_shown_on_a_terminal_only(self):
+        texts = [f"text number {n}" for n in range(9)]
+        for terminal in (True, False):
+            with self.subTest(terminal=terminal):
+                err = io.StringIO()
+                err.isatty = lambda: terminal
+                with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
+                    vectors = rag.embed_texts(self.fake.url, "all-minilm", texts, texts, 10)
+                self.assertEqual(len(vectors), 9)
+                if terminal:
+                    self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
+                    self.assertIn("\rembedding 9/9 chunks", err.getvalue())
+                    self.assertTrue(err.getvalue().endswith(" left \n"))  # the finished line stays
+                else:
+                    self.assertEqual(err.getvalue(), "")
+
     def test_unit_vectors(self):
         vector = rag.unit_vector([3.0, 4.0])
         self.assertEqual(list(vector), [0.6000000238418579, 0.800000011920929])  # float32
