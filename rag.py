@@ -72,8 +72,8 @@ REFUSAL = "I cannot answer that from the documents."  # the one sentence for "no
 
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: see README "Embeddings")
-RRF_K = 60             # reciprocal rank fusion constant (Cormack, Clarke & Buettcher 2009)
-FUSION_DEPTH = 100     # how deep each ranking goes into the fusion
+HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
+FUSION_DEPTH = 100     # how many of each ranking's best chunks the hybrid score considers
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache, most recent first
 CACHE_FORMAT = "rag.py embeddings 1"
 
@@ -1008,7 +1008,7 @@ def question_vector(question, cache, server, timeout):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Retrieve: question -> hits, by words (lexical), by meaning (embedding), or both fused (hybrid).
+# Retrieve: question -> hits, by words (lexical), by meaning (embedding), or both weighed (hybrid).
 # Each way is a function that returns [(chunk number, score)], best first; the dict names them.
 # ---------------------------------------------------------------------------------------------------
 
@@ -1019,33 +1019,37 @@ def lexical_ranking(index, question, depth):
 
 def embedding_ranking(index, question, depth):
     """Return the depth best chunks by cosine similarity of their vectors to the question's."""
-    query = list(index.embed_question(question))  # a list is read faster than an array
-    if len(query) != len(index.vectors[0]):
-        raise RagError(f"the embedding model changed its vector size during the run "
-                       f"({len(index.vectors[0])} -> {len(query)}); run again")
-    scores = [dot(query, vector) for vector in index.vectors]
+    scores = cosines(index, question)
     best = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:depth]  # stable: ties in order
     return [(number, scores[number]) for number in best]
 
 
+def cosines(index, question):
+    """Return the cosine similarity of every chunk to the question (vectors are unit length)."""
+    query = list(index.embed_question(question))  # a list is read faster than an array
+    if len(query) != len(index.vectors[0]):
+        raise RagError(f"the embedding model changed its vector size during the run "
+                       f"({len(index.vectors[0])} -> {len(query)}); run again")
+    return [dot(query, vector) for vector in index.vectors]
+
+
 def hybrid_ranking(index, question, depth):
-    """Return the depth best chunks of the lexical and the embedding rankings fused."""
+    """Return the depth best chunks by a weighted sum of lexical relevance and cosine similarity
+    (a convex combination: Bruch, Gai & Ingber 2023) over the best of both rankings.
+
+    Both parts are on fixed scales: relevance is the BM25 score over the question's ideal score,
+    cosine lies in [-1, 1]. So an embedding model that cannot tell the chunks apart (it gives them
+    nearly equal cosines, as an English model does for Japanese) changes the order little; rank fusion
+    would let its noise halve the quality (measured on JaQuAD)."""
+    tokens = list(dict.fromkeys(tokenize(question)))
+    cosine = cosines(index, question)
     depth_each = max(depth, FUSION_DEPTH)
-    rankings = [lexical_ranking(index, question, depth_each), embedding_ranking(index, question, depth_each)]
-    return fuse(rankings)[:depth]
-
-
-def fuse(rankings, k=RRF_K):
-    """Return reciprocal rank fusion of rankings (Cormack, Clarke & Buettcher 2009):
-    score(chunk) = sum over rankings of 1 / (k + its rank there); a chunk missing from one adds 0.
-
-    Example: fuse([[(7, 9.1), (3, 8.0)], [(3, 0.8)]], k=60) -> [(3, 1/62 + 1/61), (7, 1/61)]
-    """
-    scores = {}
-    for ranking in rankings:
-        for rank, (number, _) in enumerate(ranking, 1):
-            scores[number] = scores.get(number, 0.0) + 1 / (k + rank)
-    best = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # ties: the earlier chunk
+    by_meaning = sorted(range(len(cosine)), key=cosine.__getitem__, reverse=True)[:depth_each]
+    candidates = [number for number, _ in index.search(tokens, depth_each)] + by_meaning
+    ideal = ideal_score(index, tokens) or 1.0
+    scores = {number: HYBRID_WEIGHT * sum(index.weight(t, number) for t in tokens) / ideal
+              + (1 - HYBRID_WEIGHT) * cosine[number] for number in candidates}
+    best = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:depth]  # ties: the earlier chunk
     return [(number, scores[number]) for number in best]
 
 
@@ -1174,10 +1178,15 @@ def chat_options(messages):
 
 
 def relevance(index, tokens, score):
-    """Return how much of the question a score covers: score / the sum of the question tokens' idf
-    (what a chunk of average length holding each token once would score). Unknown tokens count too."""
-    total = sum(bm25_idf(len(index.chunks), len(index.postings.get(t, ((),))[0])) for t in set(tokens))
-    return score / total if total else 0.0
+    """Return how much of the question a score covers: score / ideal_score; 0.0 for no question."""
+    ideal = ideal_score(index, tokens)
+    return score / ideal if ideal else 0.0
+
+
+def ideal_score(index, tokens):
+    """Return what a chunk of average length holding each question token once would score: the sum
+    of the tokens' idf. Tokens no chunk holds count too: a question about something absent matches less."""
+    return sum(bm25_idf(len(index.chunks), len(index.postings.get(t, ((),))[0])) for t in set(tokens))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1310,7 +1319,7 @@ def explain(index, question, args):
         if args.mode == "hybrid":
             embedding_rank, cosine = ranks["embedding"].get(number, (None, 0.0))
             line = (f"lexical #{lexical_rank or '-'} ({line}); embedding #{embedding_rank or '-'} "
-                    f"(cosine {cosine:.3f}); fused {hit.score:.4f}")
+                    f"(cosine {cosine:.3f}); hybrid {hit.score:.4f}")
         elif args.mode == "embedding":
             line = f"cosine {hit.score:.3f}"
         print(textwrap.fill(line, 100, initial_indent="      ", subsequent_indent="        "))

@@ -693,19 +693,29 @@ class EmbedTest(TempFolder):
 
 class RetrieveTest(unittest.TestCase):
 
-    def test_reciprocal_rank_fusion_worked_example(self):
-        """Lexical ranks chunks 7, 3, 5; embeddings rank 3, 9. With k = 60:
-        3: 1/62 + 1/61 = 0.032522; 7: 1/61 = 0.016393; 9: 1/62 = 0.016129; 5: 1/63 = 0.015873."""
-        fused = rag.fuse([[(7, 9.1), (3, 8.0), (5, 2.0)], [(3, 0.8), (9, 0.7)]], k=60)
-        self.assertEqual([number for number, _ in fused], [3, 7, 9, 5])
-        self.assertAlmostEqual(fused[0][1], 0.032522, places=6)
+    def test_hybrid_score_worked_example(self):
+        """Chunks "apple banana", "apple", "cherry"; question "banana". BM25: only chunk 0 scores,
+        0.81427 (see ScoreTest), and the ideal score is idf(banana) = 0.98083, so its relevance is
+        0.83019. Cosines, made up: 0.2, 0.9, 0.5. With weight 0.6 for words:
+        chunk 0: 0.6 * 0.83019 + 0.4 * 0.2 = 0.57811; chunk 1: 0.4 * 0.9 = 0.36; chunk 2: 0.4 * 0.5 = 0.2."""
+        index = index_of("apple banana", "apple", "cherry")
+        index.vectors = [rag.unit_vector(v) for v in ([0.2, 0.979796], [0.9, 0.435890], [0.5, 0.866025])]
+        index.embed_question = lambda question: rag.unit_vector([1.0, 0.0])
+        with mock.patch.object(rag, "HYBRID_WEIGHT", 0.6):
+            ranking = rag.hybrid_ranking(index, "banana", 3)
+        self.assertEqual([n for n, _ in ranking], [0, 1, 2])
+        self.assertEqual([round(score, 4) for _, score in ranking], [0.5781, 0.36, 0.2])
+
+    def test_embeddings_that_cannot_tell_chunks_apart_change_little(self):
+        index = index_of("apple pie recipe", "apple", "banana apple", "cherry")
+        index.vectors = [rag.unit_vector([1.0, 0.01 * n]) for n in range(4)]  # all nearly the same
+        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])   # favours the last ones
+        lexical = [n for n, _ in rag.lexical_ranking(index, "apple pie", 3)]
+        self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3)], lexical)
 
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
         self.assertEqual(merged, [(7, 9.1), (3, 5.0), (9, 4.0), (1, 1.0)])
-
-    def test_fusion_ties_go_to_the_earlier_chunk(self):
-        self.assertEqual([n for n, _ in rag.fuse([[(8, 1.0)], [(2, 1.0)]])], [2, 8])
 
     def test_compound_questions_are_split_only_into_questions(self):
         table = [
