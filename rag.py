@@ -19,26 +19,26 @@ import argparse
 import base64
 import binascii
 import bisect
-import hashlib
-import http.client
+import gc
+import heapq
+import itertools
 import json
 import math
 import operator
 import os
 import re
-import socket
 import sys
-import tempfile
 import textwrap
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
+
+# hashlib, http.client, socket, tempfile and urllib.request are imported in the functions that use them:
+# only answers and embeddings need them, and loading them up front would add ~35 ms to every run.
 
 # ---------------------------------------------------------------------------------------------------
 # Settings: every tunable number, with its unit and where it comes from. The command line reads these.
@@ -156,12 +156,13 @@ def load_documents(paths):
     for path in paths:
         if not os.path.exists(path):
             raise RagError(f"--docs {path}: no such file or folder", 2)
-        if os.path.isdir(path):
-            files = [(file, os.path.relpath(file, path)) for file in walk_files(path)]
+        is_folder = os.path.isdir(path)
+        if is_folder:  # walk_files gives path + separator + the rest: cut path off (relpath is slow)
+            files = [(file, file[len(path):].lstrip(os.sep)) for file in walk_files(path)]
         else:
             files = [(path, os.path.basename(path))]
         for file, source in files:
-            kind = file_kind(file, named=not os.path.isdir(path))
+            kind = file_kind(file, named=not is_folder)
             if kind is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
                 continue
@@ -207,7 +208,10 @@ def read_text(path):
     """Return the decoded text of a file, or None with a warning when it cannot be used."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+            # read(n) sets aside n bytes before reading, which costs more than reading a small file:
+            # read a regular file of known size whole, and anything else (a pipe) up to the limit.
+            size = os.fstat(f.fileno()).st_size
+            data = f.read() if 0 < size <= MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         reason = "a broken link" if os.path.islink(path) else (e.strerror or str(e))
         warn(f"skipped {path}: {reason}")
@@ -491,14 +495,14 @@ def by_last_letter(suffixes):
     """Return {last letter: suffixes}, order kept: a word then tries only the few that can match."""
     groups = {}
     for suffix in suffixes:
-        groups.setdefault(suffix[-1], []).append(suffix)
+        groups[suffix[-1]] = groups.get(suffix[-1], ()) + (suffix,)  # a tuple: str.endswith takes one
     return groups
 
 
 VOWELS = "aeiouy"  # a capital Y marks a y that acts as a consonant
 DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
 LI_ENDINGS = tuple("cdeghkmnrt")
-R1_PREFIXES = ("gener", "commun", "arsen", "past", "univers", "later", "emerg", "organ", "inter")
+R1_PREFIX = re.compile("gener|commun|arsen|past|univers|later|emerg|organ|inter")  # their R1 starts after them
 
 # Whole words that are stemmed specially (or left alone) before anything else.
 SPECIAL_WORDS = {
@@ -529,6 +533,7 @@ STEP0_GROUPS = by_last_letter(("'s'", "'s", "'"))
 STEP1A_GROUPS = by_last_letter(("sses", "ied", "ies", "us", "ss", "s"))
 STEP1B_GROUPS = by_last_letter(("eedly", "ingly", "edly", "eed", "ing", "ed"))
 STEP2_GROUPS, STEP3_GROUPS, STEP4_GROUPS = by_last_letter(STEP2), by_last_letter(STEP3), by_last_letter(STEP4)
+VOWEL = re.compile("[aeiouy]")
 Y_AFTER_VOWEL = re.compile(r"([aeiouy])y")
 REGION = re.compile(r"[aeiouy][^aeiouy]")
 SHORT_SYLLABLE = re.compile(r"^[aeiouy][^aeiouy]$|[^aeiouy][aeiouy][^aeiouywxY]$")
@@ -536,14 +541,16 @@ SHORT_SYLLABLE = re.compile(r"^[aeiouy][^aeiouy]$|[^aeiouy][aeiouy][^aeiouywxY]$
 
 def split_suffix(word, groups):
     """Return (rest, suffix) for the first listed suffix that word ends with, else (word, "")."""
-    for suffix in groups.get(word[-1:], ()):
-        if word.endswith(suffix):
-            return word[: -len(suffix)], suffix
+    suffixes = groups.get(word[-1:], ())
+    if word.endswith(suffixes):  # one call rules out most words
+        for suffix in suffixes:
+            if word.endswith(suffix):
+                return word[: -len(suffix)], suffix
     return word, ""
 
 
 def has_vowel(text):
-    return any(letter in VOWELS for letter in text)
+    return VOWEL.search(text) is not None
 
 
 def region_after(word, start):
@@ -568,15 +575,17 @@ def stem(word):
         word = word[1:]
     if word.startswith("y"):
         word = "Y" + word[1:]
-    word = Y_AFTER_VOWEL.sub(r"\1Y", word)
+    if "y" in word:  # most words have none: skip the regular expression
+        word = Y_AFTER_VOWEL.sub(r"\1Y", word)
 
     # Regions: R1 and R2 are given as the index where each region starts.
-    prefix = next((p for p in R1_PREFIXES if word.startswith(p)), "")
-    r1 = len(prefix) or region_after(word, 0)  # gener-ous: R1 is "ous"
+    prefix = R1_PREFIX.match(word)
+    r1 = prefix.end() if prefix else region_after(word, 0)  # gener-ous: R1 is "ous"
     r2 = region_after(word, r1)
 
     # Step 0: remove the longest of the apostrophe suffixes ' 's 's'
-    word = split_suffix(word, STEP0_GROUPS)[0]
+    if "'" in word:
+        word = split_suffix(word, STEP0_GROUPS)[0]
 
     # Step 1a: plurals (sses -> ss, ies -> i or ie, s -> deleted, us and ss kept)
     rest, suffix = split_suffix(word, STEP1A_GROUPS)
@@ -675,14 +684,23 @@ class Index:
                     posting = postings[token] = ([], [])
                 posting[0].append(number)
                 posting[1].append(tf_parts[frequency])
-        self.postings = {}
-        for token, (numbers, tf_parts) in postings.items():
-            idf = bm25_idf(len(chunks), len(numbers))
-            self.postings[token] = (numbers, [idf * part for part in tf_parts])
+        self.postings = postings
+        self.weights = {}  # token -> ([chunk numbers], [BM25 weights]), filled by weights_of
+
+    def weights_of(self, token):
+        """Return the chunk numbers that hold the token and its BM25 weight (idf * tf part) in each.
+
+        They are worked out the first time a question asks for the token, then kept: most tokens of
+        a corpus are never asked for, so building the index does not pay for them."""
+        if token not in self.weights:
+            numbers, tf_parts = self.postings.get(token, ((), ()))
+            idf = bm25_idf(len(self.chunks), len(numbers))
+            self.weights[token] = (numbers, [idf * part for part in tf_parts])
+        return self.weights[token]
 
     def weight(self, token, number):
         """Return the token's BM25 weight in chunk number, 0.0 when it does not occur there."""
-        numbers, weights = self.postings.get(token, ((), ()))
+        numbers, weights = self.weights_of(token)
         at = bisect.bisect_left(numbers, number)  # chunk numbers are in ascending order
         return weights[at] if at < len(numbers) and numbers[at] == number else 0.0
 
@@ -691,13 +709,14 @@ class Index:
 
         Ties go to the earlier chunk, so the same question always gets the same hits."""
         scores = [0.0] * len(self.chunks)
-        found = set()
         for token in dict.fromkeys(tokens):  # each distinct token once
-            numbers, weights = self.postings.get(token, ((), ()))
-            found.update(numbers)
+            numbers, weights = self.weights_of(token)
             for number, weight in zip(numbers, weights):
                 scores[number] += weight
-        best = sorted(sorted(found), key=scores.__getitem__, reverse=True)[:k]  # stable: ties stay in order
+        found = itertools.compress(range(len(scores)), scores)  # the chunks that scored, in order
+        # nlargest returns what sorted(..., reverse=True)[:k] would, without sorting all chunks found;
+        # they go in in chunk order, so of equal scores the earlier chunk stays first.
+        best = heapq.nlargest(k, found, key=scores.__getitem__)
         return [(number, scores[number]) for number in best]
 
 
@@ -743,6 +762,10 @@ def post_json(url, payload, timeout):
 
     Failures become RagError with a message that says what to do. Loopback addresses bypass any
     proxy from the environment (a corporate HTTP_PROXY would otherwise receive them and fail)."""
+    import http.client  # here, not at the top: see the note after the imports
+    import socket
+    import urllib.error
+    import urllib.request
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(url, data, {"Content-Type": "application/json"})
     proxies = {} if is_loopback(url) else None  # None: urllib's usual environment proxies
@@ -888,6 +911,7 @@ def show_progress(done, total, started):
 
 def text_key(text):
     """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
+    import hashlib  # here, not at the top: see the note after the imports
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -936,6 +960,7 @@ class EmbeddingCache:
     def save(self):
         """Write the current chunks' vectors and the recent questions' atomically: a temporary file
         renamed over the old one, so a crash or Ctrl-C mid-write leaves the old cache whole."""
+        import tempfile  # here, not at the top: see the note after the imports
         chunks = {key: self.chunks[key] for key in self.chunk_keys if key in self.chunks}
         if not self.path or not (self.changed or len(chunks) != len(self.chunks)):
             return
@@ -1230,6 +1255,8 @@ def chat_pieces(response, server, timeout, final):
 
 def read_lines(response, server, timeout):
     """Yield the lines of a streamed response, turning network failures into RagError."""
+    import http.client  # here, not at the top: see the note after the imports
+    import socket
     try:
         for raw in response:
             yield raw.decode("utf-8", "replace")
@@ -1729,6 +1756,21 @@ def run_questions(index, args):
     return failures
 
 
+def build_index(paths):
+    """Return the index of the documents under the given files and folders, for the rest of the run."""
+    # Building makes about a million small objects that live until exit and hold no reference cycles,
+    # so Python's cycle collector would only walk them again and again: it is paused meanwhile, and
+    # then the index is left out of its walks (gc.freeze; PyPy has none and needs none).
+    gc.disable()
+    try:
+        index = Index(split_documents(load_documents(paths)))
+        if hasattr(gc, "freeze"):
+            gc.freeze()
+        return index
+    finally:
+        gc.enable()
+
+
 def main(argv=None):
     """Run the command line; return the exit code."""
     args = build_parser().parse_args(argv)
@@ -1744,7 +1786,7 @@ def main(argv=None):
             args.server = (ollama_url(args.host, "--host") if args.host is not None
                            else ollama_url(os.environ.get("OLLAMA_HOST")))
         args.docs = args.docs or [DEFAULT_DOCS]
-        index = Index(split_documents(load_documents(args.docs)))
+        index = build_index(args.docs)
         cache = use_embeddings(index, args) if args.mode != "lexical" else None
         try:
             if args.eval:
