@@ -71,7 +71,7 @@ READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first cal
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
-EMBED_BATCH = 32       # chunks per /api/embed request (measured: see README "Embeddings")
+EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
 FUSION_DEPTH = 100     # how many of each ranking's best chunks the hybrid score considers
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache, most recent first
