@@ -993,6 +993,21 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("Expense reports are\n[answer cut short]", out)
         self.assertNotIn("Traceback", err)
 
+    def test_ctrl_c_at_the_prompt_stops_the_answer_not_the_program(self):
+        def interrupted(*args):
+            yield "Expense reports are"
+            raise KeyboardInterrupt
+        terminal = io.StringIO()
+        terminal.isatty = lambda: True
+        typed = iter(["expense report deadline", "per diem Japan", "quit"])
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.object(rag, "stream_chat", interrupted), mock.patch("sys.stdin", terminal), \
+                mock.patch("builtins.input", lambda prompt: next(typed)), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = rag.main([])
+        self.assertEqual(code, 0)
+        self.assertEqual(out.getvalue().count("[answer cut short]"), 2)  # both questions were asked
+
     def test_show_prompt_prints_the_request_and_sends_nothing(self):
         fake = FakeOllama()
         code, out, err = self.ask(fake, "--show-prompt")
