@@ -858,6 +858,12 @@ class CitationTest(unittest.TestCase):
                 self.assertEqual("".join(rag.without_thinking(pieces)), expected)
 
 
+def interrupted_stream(*args):
+    """A stream_chat stand-in: the answer begins, then the user presses Ctrl-C."""
+    yield "Expense reports are"
+    raise KeyboardInterrupt
+
+
 class AnswerTest(unittest.TestCase):
     """The whole question -> answer flow against the fake server: what was sent, what the user saw."""
 
@@ -984,24 +990,18 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("token limit and is cut short", err)
 
     def test_ctrl_c_while_streaming_marks_the_answer_cut(self):
-        def interrupted(*args):
-            yield "Expense reports are"
-            raise KeyboardInterrupt
-        with mock.patch.object(rag, "stream_chat", interrupted):
+        with mock.patch.object(rag, "stream_chat", interrupted_stream):
             code, out, err = run_main(["When do I have to file my expense report?"])
         self.assertEqual(code, 130)
         self.assertIn("Expense reports are\n[answer cut short]", out)
         self.assertNotIn("Traceback", err)
 
     def test_ctrl_c_at_the_prompt_stops_the_answer_not_the_program(self):
-        def interrupted(*args):
-            yield "Expense reports are"
-            raise KeyboardInterrupt
         terminal = io.StringIO()
         terminal.isatty = lambda: True
         typed = iter(["expense report deadline", "per diem Japan", "quit"])
         out, err = io.StringIO(), io.StringIO()
-        with mock.patch.object(rag, "stream_chat", interrupted), mock.patch("sys.stdin", terminal), \
+        with mock.patch.object(rag, "stream_chat", interrupted_stream), mock.patch("sys.stdin", terminal), \
                 mock.patch("builtins.input", lambda prompt: next(typed)), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = rag.main([])
