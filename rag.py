@@ -74,6 +74,7 @@ EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The e
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
 FUSION_DEPTH = 100     # how many of each ranking's best chunks the hybrid score considers
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache, most recent first
+SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
 
 # Snowball's English stop word list (shared/reference/porter2/stop.txt), the forms without apostrophes:
@@ -852,20 +853,6 @@ def unit_vector(values):
     return array("f", [x / length for x in values])
 
 
-def embed_texts(server, model, texts, labels, timeout):
-    """Return a unit vector per text, asking Ollama in batches; progress on a terminal."""
-    vectors, started = [], time.monotonic()
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = list(range(start, min(start + EMBED_BATCH, len(texts))))
-        vectors += embed_batch(server, model, [texts[i] for i in batch], [labels[i] for i in batch], timeout)
-        show_progress(len(vectors), len(texts), started)
-    dimensions = {len(v) for v in vectors}
-    if len(dimensions) > 1:
-        raise RagError(f"Ollama returned vectors of different sizes ({', '.join(map(str, sorted(dimensions)))}) "
-                       f"for {model}; the server is misbehaving, try again")
-    return vectors
-
-
 def embed_batch(server, model, texts, labels, timeout):
     """Return unit vectors for a few texts from /api/embed. A text longer than the model takes is
     shortened with a warning; a server older than /api/embed is asked through /api/embeddings."""
@@ -885,8 +872,10 @@ def embed_batch(server, model, texts, labels, timeout):
         return embed_batch(server, model, [shorter], labels, timeout)
     except (ValueError, KeyError, TypeError):
         raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
-    if len(vectors) != len(texts):
-        raise RagError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts; try again")
+    sizes = sorted(set(map(len, vectors)))
+    if len(vectors) != len(texts) or len(sizes) > 1:
+        raise RagError(f"Ollama returned {len(vectors)} vectors (sizes {sizes}) for {len(texts)} texts; "
+                       "the server is misbehaving, try again")
     return [unit_vector(v) for v in vectors]
 
 
@@ -1006,19 +995,30 @@ def default_cache_folder():
 
 
 def chunk_vectors(chunks, cache, server, timeout, retried=False):
-    """Return a unit vector per chunk: from the cache, else embedded now and cached."""
+    """Return a unit vector per chunk: from the cache, else embedded now in batches and cached.
+
+    A first run over many documents can take an hour, so the cache is written every SAVE_SECONDS
+    and when the run stops for any reason (an error, Ctrl-C): the next run goes on from there."""
     prefix = embed_prefixes(cache.model)[1]
     cache.chunk_keys = [text_key(prefix + chunk.text) for chunk in chunks]
-    missing = {key: chunk for key, chunk in zip(cache.chunk_keys, chunks) if key not in cache.chunks}
-    if missing:
-        texts = [prefix + chunk.text for chunk in missing.values()]
-        labels = [f"{c.source}:{c.first_line}-{c.last_line}" for c in missing.values()]
-        cache.add("chunks", list(missing), embed_texts(server, cache.model, texts, labels, timeout))
-        if any(key not in cache.chunks for key in cache.chunk_keys):  # the size changed: start over
-            if retried:
-                raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
-            return chunk_vectors(chunks, cache, server, timeout, retried=True)
-    cache.save()
+    missing = [(key, chunk) for key, chunk in dict(zip(cache.chunk_keys, chunks)).items() if key not in cache.chunks]
+    started = saved = time.monotonic()
+    try:
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start:start + EMBED_BATCH]
+            texts = [prefix + chunk.text for _, chunk in batch]
+            labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
+            cache.add("chunks", [key for key, _ in batch], embed_batch(server, cache.model, texts, labels, timeout))
+            show_progress(start + len(batch), len(missing), started)
+            if time.monotonic() - saved > SAVE_SECONDS:
+                cache.save()
+                saved = time.monotonic()
+    finally:
+        cache.save()
+    if any(key not in cache.chunks for key in cache.chunk_keys):
+        if retried:  # the vector size changed during the run, and the old vectors were dropped
+            raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
+        return chunk_vectors(chunks, cache, server, timeout, retried=True)
     return [cache.chunks[key] for key in cache.chunk_keys]
 
 
@@ -1029,7 +1029,7 @@ def question_vector(question, cache, server, timeout):
     if key in cache.questions:
         cache.questions[key] = cache.questions.pop(key)  # most recently used last
     else:
-        cache.add("questions", [key], embed_texts(server, cache.model, [text], ["the question"], timeout))
+        cache.add("questions", [key], embed_batch(server, cache.model, [text], ["the question"], timeout))
     return cache.questions[key]
 
 

@@ -143,8 +143,12 @@ class FakeOllama:
             values[zlib.crc32(word.encode()) % self.dims] += 1.0
         return values
 
+    fail_after = None         # a number of /api/embed requests, after which the server fails
+
     def on_api_embed(self, handler, body):
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        if self.fail_after is not None and sum(p == "/api/embed" for _, p, _ in self.requests) > self.fail_after:
+            return handler.reply(500, {"error": "llama runner process has terminated: exit status 2"})
         if self.embed_mode == "no-embed-endpoint":
             return handler.reply(404, "404 page not found", "text/plain")
         if self.embed_mode == "missing":
@@ -632,6 +636,32 @@ class EmbedTest(TempFolder):
             self.assertEqual(f.read(), before)              # the old cache is whole
         self.assertEqual(os.listdir(self.cache), [os.path.basename(path)])  # no temporary file left
 
+    def test_an_interrupted_first_run_keeps_what_it_embedded(self):
+        self.fake.fail_after = 1  # the second /api/embed request fails: the server died
+        with mock.patch.object(rag, "EMBED_BATCH", 1):
+            code, out, err = self.search()
+        self.assertEqual(code, 1)
+        self.assertEqual(len(self.embed_inputs()), 2)
+        self.fake.fail_after = None
+        with mock.patch.object(rag, "EMBED_BATCH", 1):
+            code, out, err = self.search()
+        self.assertEqual((code, err), (0, ""))
+        inputs = self.embed_inputs()
+        self.assertEqual(len(inputs), 3)  # the 2 chunks not embedded before, then the question
+        self.assertNotIn(inputs[0][0], [text for batch in inputs[1:] for text in batch])
+
+    def test_a_long_embedding_run_writes_the_cache_as_it_goes(self):
+        sizes = []  # chunks in the cache file each time it is written
+
+        def save(cache, real=rag.EmbeddingCache.save):
+            real(cache)
+            with open(cache.path, encoding="utf-8") as f:
+                sizes.append(len(json.load(f)["chunks"]))
+        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag, "SAVE_SECONDS", -1), \
+                mock.patch.object(rag.EmbeddingCache, "save", save):
+            self.search()
+        self.assertEqual(sizes[:3], [1, 2, 3])
+
     def test_no_cache_writes_nothing(self):
         self.search("per diem in Japan", "--no-cache")
         self.assertFalse(os.path.exists(self.cache))
@@ -668,13 +698,14 @@ class EmbedTest(TempFolder):
         self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
 
     def test_progress_is_shown_on_a_terminal_only(self):
-        texts = [f"text number {n}" for n in range(9)]
+        chunks = [rag.Chunk("notes.txt", "", n, n, f"text number {n}") for n in range(9)]
         for terminal in (True, False):
             with self.subTest(terminal=terminal):
                 err = io.StringIO()
                 err.isatty = lambda: terminal
                 with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
-                    vectors = rag.embed_texts(self.fake.url, "all-minilm", texts, texts, 10)
+                    cache = rag.EmbeddingCache(None, "all-minilm")
+                    vectors = rag.chunk_vectors(chunks, cache, self.fake.url, 10)
                 self.assertEqual(len(vectors), 9)
                 if terminal:
                     self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
