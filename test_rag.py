@@ -744,6 +744,16 @@ class RetrieveTest(unittest.TestCase):
         lexical = [n for n, _ in rag.lexical_ranking(index, "apple pie", 3)]
         self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3)], lexical)
 
+    def test_hybrid_weighs_the_cosines_of_the_best_word_matches_or_of_every_chunk(self):
+        index = index_of("apple pie", "apple tart", "apple", "cherry cake")
+        index.vectors = [rag.unit_vector([1.0, n]) for n in (0.0, 0.1, 0.2)] + [rag.unit_vector([0.0, 1.0])]
+        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])  # means "cherry cake"
+        with mock.patch.object(rag, "FUSION_DEPTH", 2):  # words find 3 chunks: only the best 2 are weighed
+            self.assertEqual(len(rag.hybrid_ranking(index, "apple", 1)), 1)
+            self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 2)])
+        with mock.patch.object(rag, "FUSION_DEPTH", 5):  # words find fewer: every chunk is weighed
+            self.assertIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 5)])  # by meaning alone
+
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
         self.assertEqual(merged, [(7, 9.1), (3, 5.0), (9, 4.0), (1, 1.0)])
