@@ -961,7 +961,7 @@ class EmbeddingCache:
                 "questions": {key: base64.b64encode(vector).decode() for key, vector in recent}}
         folder = os.path.dirname(self.path)
         try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)  # yours only: it holds your documents' text
+            os.makedirs(folder, mode=0o700, exist_ok=True)  # yours only: vectors reveal the text
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-", suffix=".json")
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as f:
