@@ -133,7 +133,7 @@ class FakeOllama:
         self.server.server_close()
 
     dims = 16                 # size of the fake embedding vectors
-    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "too-long"
+    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "mixed-sizes"
     too_long = 10 ** 9        # inputs longer than this many characters are refused (too-long)
 
     def vector(self, text):
@@ -159,6 +159,8 @@ class FakeOllama:
             return handler.reply(400, {"error": "the input length exceeds the context length"})
         vectors = [self.vector(text) for text in texts]
         units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
+        if self.embed_mode == "mixed-sizes":
+            units[-1] = units[-1][:-1]
         handler.reply(200, {"model": body["model"], "embeddings": units})
 
     def on_api_embeddings(self, handler, body):
@@ -619,6 +621,13 @@ class EmbedTest(TempFolder):
         self.assertEqual(code, 1)
         self.assertIn("changed its vector size", err)
         self.assertNotIn("Traceback", err)
+
+    def test_a_reply_with_vectors_of_two_sizes_is_an_error(self):
+        self.fake.embed_mode = "mixed-sizes"
+        code, out, err = self.search()
+        self.assertEqual(code, 1)
+        self.assertIn("vectors (sizes [15, 16]) for 3 texts; the server is misbehaving", err)
+        self.assertEqual(err.count("\n"), 1)
 
     def test_cache_is_private_and_written_atomically(self):
         self.search()
