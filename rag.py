@@ -1070,8 +1070,8 @@ def hybrid_ranking(index, question, depth):
     would let its noise halve the quality (measured on JaQuAD).
 
     The candidates are the FUSION_DEPTH best chunks by words, or every chunk when words find fewer.
-    A cosine costs microseconds, so on a large collection comparing every chunk would make a question
-    30 times slower; measured, it would not change the top ten (see README)."""
+    Comparing the question with every chunk instead made a question 14 times slower on SciFact's 6,932
+    chunks for nearly the same top ten (nDCG@10 0.734 against 0.733, see README)."""
     tokens = list(dict.fromkeys(tokenize(question)))
     by_words = dict(index.search(tokens, max(depth, FUSION_DEPTH)))
     candidates = by_words if len(by_words) == max(depth, FUSION_DEPTH) else range(len(index.chunks))
