@@ -72,7 +72,7 @@ REFUSAL = "I cannot answer that from the documents."  # the one sentence for "no
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
-FUSION_DEPTH = 100     # the hybrid score weighs the cosine of this many best chunks by words
+FUSION_DEPTH = 100     # hybrid weighs the cosines of this many best chunks by words (--explain ranks as deep)
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache, most recent first
 SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
@@ -863,7 +863,7 @@ def embed_batch(server, model, texts, labels, timeout):
     payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
     try:
         with post_json(server + "/api/embed", payload, timeout) as response:
-            vectors = json.load(response)["embeddings"]
+            vectors = [unit_vector(vector) for vector in json.load(response)["embeddings"]]
     except RagError as e:
         if e.status == 404 and "model" not in e.detail:  # no such endpoint: Ollama before 0.2.6
             return [embed_legacy(server, model, text, timeout) for text in texts]
@@ -876,11 +876,9 @@ def embed_batch(server, model, texts, labels, timeout):
         return embed_batch(server, model, [shorter], labels, timeout)
     except (ValueError, KeyError, TypeError):
         raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
-    sizes = sorted(set(map(len, vectors)))
-    if len(vectors) != len(texts) or len(sizes) > 1:
-        raise RagError(f"Ollama returned {len(vectors)} vectors (sizes {sizes}) for {len(texts)} texts; "
-                       "the server is misbehaving, try again")
-    return [unit_vector(v) for v in vectors]
+    if len(vectors) != len(texts):
+        raise RagError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts; try again")
+    return vectors
 
 
 def embed_legacy(server, model, text, timeout):
@@ -943,6 +941,10 @@ class EmbeddingCache:
     def add(self, table, keys, vectors):
         """Store new vectors in table ("chunks" or "questions"). Vectors of another size than the
         cached ones mean the model changed under its name: the old ones are dropped, never mixed."""
+        sizes = sorted(set(map(len, vectors)))
+        if len(sizes) > 1:
+            raise RagError(f"{self.model} returned vectors of {sizes[0]} and {sizes[-1]} numbers together; "
+                           "the server is misbehaving, try again")
         if self.dimension not in (None, len(vectors[0])):
             warn(f"{self.model} now makes vectors of {len(vectors[0])} numbers, not {self.dimension}: "
                  "dropping the cached ones")
@@ -955,8 +957,10 @@ class EmbeddingCache:
         """Write the current chunks' vectors and the recent questions' atomically: a temporary file
         renamed over the old one, so a crash or Ctrl-C mid-write leaves the old cache whole."""
         import tempfile  # here, not at the top: see the note after the imports
+        if not self.path:
+            return
         chunks = {key: self.chunks[key] for key in self.chunk_keys if key in self.chunks}
-        if not self.path or not (self.changed or len(chunks) != len(self.chunks)):
+        if not (self.changed or len(chunks) != len(self.chunks)):
             return
         recent = list(self.questions.items())[-MAX_CACHED_QUESTIONS:]
         data = {"format": CACHE_FORMAT, "model": self.model, "prefixes": self.prefixes,
@@ -977,7 +981,8 @@ class EmbeddingCache:
         except OSError as e:
             warn(f"could not write the embedding cache {self.path} ({e.strerror or e}); "
                  "choose another folder with --cache, or use --no-cache")
-        self.changed = False
+            self.path = None  # say so once, not at every save
+        self.chunks, self.changed = chunks, False
 
 
 def cache_path(folder, model, docs):
@@ -1005,6 +1010,7 @@ def chunk_vectors(chunks, cache, server, timeout, retried=False):
     and when the run stops for any reason (an error, Ctrl-C): the next run goes on from there."""
     prefix = embed_prefixes(cache.model)[1]
     cache.chunk_keys = [text_key(prefix + chunk.text) for chunk in chunks]
+    # Chunks of the same text (a file copied twice) are embedded once: the dict keeps one per key.
     missing = [(key, chunk) for key, chunk in dict(zip(cache.chunk_keys, chunks)).items() if key not in cache.chunks]
     started = saved = time.monotonic()
     try:
@@ -1050,7 +1056,7 @@ def lexical_ranking(index, question, depth):
 def embedding_ranking(index, question, depth):
     """Return the depth best chunks by cosine similarity of their vectors to the question's."""
     scores = cosines(index, question, range(len(index.chunks)))
-    best = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:depth]  # stable: ties in order
+    best = sorted(scores, key=scores.get, reverse=True)[:depth]  # stable: ties stay in chunk order
     return [(number, scores[number]) for number in best]
 
 
@@ -1078,7 +1084,7 @@ def hybrid_ranking(index, question, depth):
     chunks for nearly the same top ten (nDCG@10 0.734 against 0.733, see README)."""
     tokens = list(dict.fromkeys(tokenize(question)))
     by_words = dict(index.search(tokens, max(depth, FUSION_DEPTH)))
-    candidates = by_words if len(by_words) == max(depth, FUSION_DEPTH) else range(len(index.chunks))
+    candidates = list(by_words) if len(by_words) == max(depth, FUSION_DEPTH) else range(len(index.chunks))
     cosine = cosines(index, question, candidates)
     ideal = ideal_score(index, tokens) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]

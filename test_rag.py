@@ -6,6 +6,7 @@ Run: python3 -m unittest -v test_rag
 import contextlib
 import http.server
 import io
+import itertools
 import json
 import math
 import os
@@ -133,22 +134,26 @@ class FakeOllama:
         self.server.server_close()
 
     dims = 16                 # size of the fake embedding vectors
-    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "mixed-sizes"
+    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing"
     too_long = 10 ** 9        # inputs longer than this many characters are refused (too-long)
+    fail_after = None         # a number of /api/embed requests, after which the server fails
+    resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
+    shrink = None             # texts holding this word come back one number short (a broken server)
 
     def vector(self, text):
         """A deterministic bag-of-words vector: texts that share words point the same way."""
         values = [0.0] * self.dims
         for word in re.findall(r"\w+", text.lower()):
             values[zlib.crc32(word.encode()) % self.dims] += 1.0
-        return values
-
-    fail_after = None         # a number of /api/embed requests, after which the server fails
+        return values[:-1] if self.shrink and self.shrink in text else values
 
     def on_api_embed(self, handler, body):
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        if self.fail_after is not None and sum(p == "/api/embed" for _, p, _ in self.requests) > self.fail_after:
+        asked = sum(p == "/api/embed" for _, p, _ in self.requests)
+        if self.fail_after is not None and asked > self.fail_after:
             return handler.reply(500, {"error": "llama runner process has terminated: exit status 2"})
+        if self.resize_after is not None and asked > self.resize_after:
+            self.dims = 8
         if self.embed_mode == "no-embed-endpoint":
             return handler.reply(404, "404 page not found", "text/plain")
         if self.embed_mode == "missing":
@@ -159,8 +164,6 @@ class FakeOllama:
             return handler.reply(400, {"error": "the input length exceeds the context length"})
         vectors = [self.vector(text) for text in texts]
         units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
-        if self.embed_mode == "mixed-sizes":
-            units[-1] = units[-1][:-1]
         handler.reply(200, {"model": body["model"], "embeddings": units})
 
     def on_api_embeddings(self, handler, body):
@@ -266,6 +269,8 @@ class LoadTest(TempFolder):
         texts = [p.text for p in document.paragraphs]
         self.assertEqual(texts, ["T", "## Travel & Expenses", "Book trains early."])
         self.assertEqual((document.paragraphs[2].first_line, document.paragraphs[2].last_line), (4, 5))
+        chunk = rag.split_documents([document])[-1]
+        self.assertEqual((chunk.first_line, chunk.last_line), (3, 5))  # the heading's line to the paragraph's end
 
     def test_crlf_lines_are_counted_like_lf(self):
         self.write("w.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
@@ -572,6 +577,14 @@ class EmbedTest(TempFolder):
         with open(os.path.join(self.cache, os.listdir(self.cache)[0]), encoding="utf-8") as f:
             self.assertEqual(len(json.load(f)["chunks"]), 3)  # the old leave chunk is gone
 
+    def test_removing_a_file_rewrites_the_cache_once_and_then_not_at_all(self):
+        self.search()
+        os.remove(os.path.join(self.docs, "leave.md"))
+        for expected_writes in (1, 0):
+            with mock.patch.object(rag.os, "replace", wraps=os.replace) as replace:
+                self.assertEqual(self.search()[0], 0)
+            self.assertEqual(replace.call_count, expected_writes)
+
     def test_a_model_switch_never_mixes_vectors(self):
         self.search(model="all-minilm")
         self.embed_inputs()
@@ -622,12 +635,39 @@ class EmbedTest(TempFolder):
         self.assertIn("changed its vector size", err)
         self.assertNotIn("Traceback", err)
 
-    def test_a_reply_with_vectors_of_two_sizes_is_an_error(self):
-        self.fake.embed_mode = "mixed-sizes"
+    def test_vectors_of_two_sizes_in_one_run_are_an_error(self):
+        self.fake.shrink = "Leave"
+        for mode in ("normal", "no-embed-endpoint"):  # one /api/embed reply, or one reply per text
+            with self.subTest(mode=mode):
+                self.fake.embed_mode = mode
+                code, out, err = self.search()
+                self.assertEqual(code, 1)
+                self.assertEqual(err, "rag.py: all-minilm returned vectors of 15 and 16 numbers together; "
+                                      "the server is misbehaving, try again\n")
+
+    def test_the_vector_size_changing_between_batches_is_answered_by_one_retry(self):
+        self.fake.resize_after = 1  # the first chunk comes back with 16 numbers, the rest with 8
+        with mock.patch.object(rag, "EMBED_BATCH", 1):
+            code, out, err = self.search()
+        self.assertEqual(code, 0)
+        self.assertEqual(err, "rag.py: warning: all-minilm now makes vectors of 8 numbers, not 16: "
+                              "dropping the cached ones\n")
+        self.assertEqual([len(batch) for batch in self.embed_inputs()], [1, 1, 1, 1, 1])  # 3, the first again, question
+        self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+
+    def test_chunks_of_the_same_text_are_embedded_once(self):
+        self.write("docs/copy of leave.md", "# Leave\n\nAnnual leave is 25 days a year.")
         code, out, err = self.search()
-        self.assertEqual(code, 1)
-        self.assertIn("vectors (sizes [15, 16]) for 3 texts; the server is misbehaving", err)
-        self.assertEqual(err.count("\n"), 1)
+        self.assertEqual(code, 0)
+        texts = [text for batch in self.embed_inputs() for text in batch]
+        self.assertEqual(texts.count("# Leave\n\nAnnual leave is 25 days a year."), 1)
+
+    def test_an_unwritable_cache_folder_is_reported_once(self):
+        self.write("cache", "a file where the folder should be")
+        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag, "SAVE_SECONDS", -1):
+            code, out, err = self.search()
+        self.assertEqual(code, 0)
+        self.assertEqual(err.count("could not write the embedding cache"), 1, err)
 
     def test_cache_is_private_and_written_atomically(self):
         self.search()
@@ -659,17 +699,22 @@ class EmbedTest(TempFolder):
         self.assertEqual(len(inputs), 3)  # the 2 chunks not embedded before, then the question
         self.assertNotIn(inputs[0][0], [text for batch in inputs[1:] for text in batch])
 
-    def test_a_long_embedding_run_writes_the_cache_as_it_goes(self):
-        sizes = []  # chunks in the cache file each time it is written
+    def test_a_long_embedding_run_writes_the_cache_every_save_seconds(self):
+        """A clock that moves 40 s at every look, SAVE_SECONDS 60, one chunk a batch: the clock reads
+        0 at the start, 40 after chunk 1 (no save), 80 after chunk 2 (save, then reads 120), 160 after
+        chunk 3 (40 s since the save: none). Then the run's end writes all 3 chunks."""
+        written = []  # chunks in the cache file after each write
 
         def save(cache, real=rag.EmbeddingCache.save):
             real(cache)
             with open(cache.path, encoding="utf-8") as f:
-                sizes.append(len(json.load(f)["chunks"]))
-        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag, "SAVE_SECONDS", -1), \
-                mock.patch.object(rag.EmbeddingCache, "save", save):
-            self.search()
-        self.assertEqual(sizes[:3], [1, 2, 3])
+                written.append(len(json.load(f)["chunks"]))
+        clock = itertools.count(0, 40)
+        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag.EmbeddingCache, "save", save), \
+                mock.patch.object(rag.time, "monotonic", lambda: next(clock)):
+            rag.chunk_vectors(rag.split_documents(rag.load_documents([self.docs])),
+                              rag.EmbeddingCache(os.path.join(self.cache, "c.json"), "all-minilm"), self.fake.url, 10)
+        self.assertEqual(written, [2, 3])
 
     def test_no_cache_writes_nothing(self):
         self.search("per diem in Japan", "--no-cache")
@@ -754,14 +799,16 @@ class RetrieveTest(unittest.TestCase):
         self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3)], lexical)
 
     def test_hybrid_weighs_the_cosines_of_the_best_word_matches_or_of_every_chunk(self):
+        """Question "apple", whose vector means "cherry cake": cosine -1 for the apple chunks, +1 for
+        chunk 3. Weighed, chunk 3 scores 0.4 and an apple chunk 0.6 x its relevance (< 1) - 0.4 < 0.2."""
         index = index_of("apple pie", "apple tart", "apple", "cherry cake")
-        index.vectors = [rag.unit_vector([1.0, n]) for n in (0.0, 0.1, 0.2)] + [rag.unit_vector([0.0, 1.0])]
-        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])  # means "cherry cake"
+        index.vectors = [rag.unit_vector([0.0, -1.0])] * 3 + [rag.unit_vector([0.0, 1.0])]
+        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])
         with mock.patch.object(rag, "FUSION_DEPTH", 2):  # words find 3 chunks: only the best 2 are weighed
-            self.assertEqual(len(rag.hybrid_ranking(index, "apple", 1)), 1)
             self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 2)])
+            self.assertEqual(sorted(n for n, _ in rag.hybrid_ranking(index, "apple", 3)), [0, 1, 2])  # k > 2
         with mock.patch.object(rag, "FUSION_DEPTH", 5):  # words find fewer: every chunk is weighed
-            self.assertIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 5)])  # by meaning alone
+            self.assertEqual(rag.hybrid_ranking(index, "apple", 2)[0][0], 3)  # first, by meaning alone
 
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
