@@ -52,7 +52,7 @@ HTML_SUFFIXES = (".html", ".htm")                      # text only, via the stdl
 MAX_FILE_BYTES = 50 * 1024 * 1024                      # larger files are skipped: this tool keeps all in memory
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
-CHUNK_OVERLAP = 200    # characters of the previous chunk repeated at the start of the next one
+CHUNK_OVERLAP = 200    # at most this many characters of a section's previous chunk start the next one
 
 BM25_K1 = 1.2          # term-frequency saturation (Robertson & Zaragoza 2009, the usual 1.2)
 BM25_B = 0.75          # document-length normalization (same source)
@@ -63,7 +63,7 @@ MIN_RELEVANCE = 0.25   # below this share of the question matched, refuse withou
 OLLAMA_URL = "http://127.0.0.1:11434"  # Ollama's own default; OLLAMA_HOST or --host change it
 CHAT_MODEL = "llama3.2"  # 3B parameters, 2 GB: runs on a laptop CPU, 128k context, cites when asked
 TEMPERATURE = 0.1        # low: grounded answers should repeat the sources, not be creative (default 0.8)
-CONTEXT_TOKENS = 8192    # most prompt + answer tokens asked of the model (num_ctx is sized below this)
+CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt's need, at least 2048)
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
@@ -72,8 +72,8 @@ REFUSAL = "I cannot answer that from the documents."  # the one sentence for "no
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
-FUSION_DEPTH = 100     # hybrid weighs the cosines of this many best chunks by words (--explain ranks as deep)
-MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache, most recent first
+FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words; --explain ranks as deep
+MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the most recently asked
 SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
 
@@ -471,7 +471,7 @@ ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, ran
 def tokenize(text):
     """Return the tokens of text: word stems in order, then the character pairs of CJK runs.
 
-    Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都"]
+    Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都", "東", "京", "都"]
     """
     text = text.lower()
     words = text.translate(ASCII_SPACES).split() if text.isascii() else WORD.findall(text)  # same words, faster
@@ -1518,7 +1518,7 @@ def build_parser():
               python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
               python3 rag.py --docs ~/notes --search --json < questions.txt
 
-            exit codes: 0 success, 1 runtime failure, 2 usage or input error"""))
+            exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""))
     parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
                         "from stdin, one per line, or asked for interactively on a terminal")
     parser.add_argument("--docs", action="append", metavar="PATH",
@@ -1530,7 +1530,7 @@ def build_parser():
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per question per line")
     parser.add_argument("--mode", choices=RANKINGS, default="lexical",
-                        help="rank passages by words (no model needed), by embeddings, or both fused "
+                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both "
                              "(default: %(default)s)")
     parser.add_argument("--embed-model", default=EMBED_MODEL,
                         help="Ollama embedding model for --mode embedding/hybrid (default: %(default)s)")
@@ -1541,9 +1541,10 @@ def build_parser():
                         help="Ollama chat model that writes the answer (default: %(default)s)")
     parser.add_argument("--host", help=f"Ollama server, as in OLLAMA_HOST (default: $OLLAMA_HOST, else {OLLAMA_URL})")
     parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
-                        help="most tokens of prompt and answer asked of the model (default: %(default)s)")
+                        help="most tokens of prompt and answer sent to the model (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=READ_TIMEOUT, metavar="SECONDS",
-                        help="how long to wait for the model to start answering (default: %(default)g)")
+                        help="how long to wait for the model to start answering, or for any reply "
+                             "(default: %(default)g)")
     parser.add_argument("--explain", action="store_true",
                         help="show every stage: sub-queries, tokens, scores by token, context, prompt")
     parser.add_argument("--eval", metavar="FILE",
@@ -1551,7 +1552,7 @@ def build_parser():
     parser.add_argument("--answer", action="store_true",
                         help="with --eval: also ask the model and check its answers")
     parser.add_argument("--show-prompt", action="store_true",
-                        help="print exactly what would be sent to the model, and send nothing")
+                        help="print exactly the chat request that would be sent, and do not send it")
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     return parser
 
