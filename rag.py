@@ -469,7 +469,7 @@ ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, ran
 
 
 def tokenize(text):
-    """Return the tokens of text: word stems in order, then the character pairs of CJK runs.
+    """Return the tokens of text: word stems in order, then the character pairs and ideographs of CJK runs.
 
     Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都", "東", "京", "都"]
     """
@@ -1079,12 +1079,13 @@ def hybrid_ranking(index, question, depth):
     nearly equal cosines, as an English model does for Japanese) changes the order little; rank fusion
     would let its noise halve the quality (measured on JaQuAD).
 
-    The candidates are the FUSION_DEPTH best chunks by words, or every chunk when words find fewer.
-    Comparing the question with every chunk instead made a question 14 times slower on SciFact's 7,159
-    chunks for nearly the same top ten (nDCG@10 0.734 against 0.733, see README)."""
+    The candidates are the best chunks by words (FUSION_DEPTH, or depth when more are asked for), or
+    every chunk when words find fewer. Comparing the question with every chunk instead made a question
+    14 times slower on SciFact's 7,159 chunks for nearly the same top ten (nDCG@10 0.734 against 0.733)."""
     tokens = list(dict.fromkeys(tokenize(question)))
-    by_words = dict(index.search(tokens, max(depth, FUSION_DEPTH)))
-    candidates = list(by_words) if len(by_words) == max(depth, FUSION_DEPTH) else range(len(index.chunks))
+    wanted = max(depth, FUSION_DEPTH)
+    by_words = dict(index.search(tokens, wanted))
+    candidates = list(by_words) if len(by_words) == wanted else range(len(index.chunks))
     cosine = cosines(index, question, candidates)
     ideal = ideal_score(index, tokens) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
