@@ -16,8 +16,6 @@ Search needs nothing but Python 3.8+. Answers need Ollama running (`ollama serve
 """
 
 import argparse
-import base64
-import binascii
 import bisect
 import gc
 import heapq
@@ -29,15 +27,14 @@ import re
 import sys
 import textwrap
 import time
-import urllib.parse
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
 
-# hashlib, http.client, socket, tempfile and urllib.request are imported in the functions that use them:
-# only answers and embeddings need them, and loading them up front would add ~35 ms to every run.
+# base64, hashlib, http.client, socket, tempfile and urllib are imported in the functions that use them:
+# only answers and embeddings need them, and loading them up front would add ~33 ms to every run.
 
 # ---------------------------------------------------------------------------------------------------
 # Settings: every tunable number, with its unit and where it comes from. The command line reads these.
@@ -746,6 +743,7 @@ def ollama_url(value, name="OLLAMA_HOST"):
     if scheme not in ("http", "https"):
         raise RagError(f"{name} {value!r}: only http:// and https:// servers are supported", 2)
     address, _, path = rest.partition("/")
+    import urllib.parse  # here, not at the top: see the note after the imports
     try:
         parts = urllib.parse.urlsplit("//" + address)
         port = parts.port or (11434 if not has_scheme else {"http": 80, "https": 443}[scheme])
@@ -759,6 +757,7 @@ def ollama_url(value, name="OLLAMA_HOST"):
 
 def is_loopback(url):
     """True when the URL names this machine: such requests must not go through a proxy."""
+    import urllib.parse  # here, not at the top: see the note after the imports
     host = urllib.parse.urlsplit(url).hostname or ""
     return host == "localhost" or host == "::1" or host.startswith("127.")
 
@@ -922,6 +921,8 @@ class EmbeddingCache:
 
     def load(self):
         """Read the cache file; anything unexpected is reported in one line and not trusted."""
+        import base64  # here, not at the top: see the note after the imports
+        import binascii
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
@@ -956,7 +957,8 @@ class EmbeddingCache:
     def save(self):
         """Write the current chunks' vectors and the recent questions' atomically: a temporary file
         renamed over the old one, so a crash or Ctrl-C mid-write leaves the old cache whole."""
-        import tempfile  # here, not at the top: see the note after the imports
+        import base64  # here, not at the top: see the note after the imports
+        import tempfile
         if not self.path:
             return
         chunks = {key: self.chunks[key] for key in self.chunk_keys if key in self.chunks}
