@@ -381,41 +381,44 @@ def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
     chunks = []
     room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
     for heading, paragraphs in sections(document.paragraphs):
-        group, size, previous = [], 0, None
+        group, size, lead = [], 0, []
         for piece in [piece for p in paragraphs for piece in windows(p, room)]:
             if group and size + len(piece.text) > room:  # full: close this chunk, start the next
-                previous = make_chunk(document.source, heading, group, previous, overlap)
-                chunks.append(previous)
+                chunks.append(make_chunk(document.source, heading, lead + group))
+                lead = tail(lead + group, overlap)
                 group, size = [], 0
             group.append(piece)
             size += len(piece.text) + 2  # 2: the blank line that joins two pieces
         if group:
-            chunks.append(make_chunk(document.source, heading, group, previous, overlap))
+            chunks.append(make_chunk(document.source, heading, lead + group))
     return chunks
 
 
-def make_chunk(source, heading, pieces, previous, overlap):
-    """Return a chunk of the pieces, starting with the tail of the previous chunk of the section."""
-    text = "\n\n".join(p.text for p in pieces)
-    first_line = pieces[0].first_line
-    if previous is not None:
-        lead = tail(previous.text, overlap)
-        if lead:
-            text = lead + "\n\n" + text
-            first_line = previous.last_line - lead.count("\n")
-    return Chunk(source, heading, first_line, pieces[-1].last_line, text)
+def make_chunk(source, heading, pieces):
+    """Return the chunk of the pieces, joined by blank lines, from the first piece's line to the last's."""
+    return Chunk(source, heading, pieces[0].first_line, pieces[-1].last_line, "\n\n".join(p.text for p in pieces))
 
 
-def tail(text, size):
-    """Return the end of text: at most size characters and less than half of it, starting at a word.
+def tail(pieces, size):
+    """Return the end of the pieces' text as [one piece]: at most size characters and at most half of
+    the text, starting at a word; [] when there is none. It knows the line it starts on.
 
-    Example: tail("one two three", 8) -> "three"
+    Example: the text "one two three" on line 4 -> [Paragraph(4, 4, "three")] for size 8
     """
+    text = "\n\n".join(p.text for p in pieces)
     end = text[len(text) - min(size, len(text) // 2):]
     space = re.search(r"\s", end)
     if space and not text[-len(end) - 1].isspace():  # cut mid-word: start at the next word
         end = end[space.end():]
-    return end.strip()
+    end = end.strip()
+    if not end:
+        return []
+    start = len(text) - len(end)  # where the end starts; the pieces sit 2 characters apart
+    for piece in pieces:
+        if start < len(piece.text):
+            first_line = piece.first_line + piece.text.count("\n", 0, start)
+            return [Paragraph(first_line, pieces[-1].last_line, end)]
+        start -= len(piece.text) + 2
 
 
 def windows(paragraph, size):
@@ -438,7 +441,8 @@ def cut_point(text, start, stop):
     half, else the last space there, else stop (a word longer than a chunk is cut anywhere)."""
     middle = start + (stop - start) // 2
     for boundary in (SENTENCE_END, SPACE):
-        ends = [m.end() for m in boundary.finditer(text, middle, stop + 1)]
+        # A cut goes before the space (the next piece drops it), so a sentence end right at stop counts.
+        ends = [m.start() for m in boundary.finditer(text, middle, stop + 1) if m.start() <= stop]
         if ends:
             return ends[-1]
     return stop

@@ -373,22 +373,30 @@ class SplitTest(unittest.TestCase):
                 words = [rng.choice(vocabulary) for _ in range(rng.randint(1, 150))]
                 lines = [" ".join(words[i:i + 9]) + rng.choice([".", "", "!"]) for i in range(0, len(words), 9)]
                 paragraphs.append("\n".join(lines))
-            text = "\n\n".join(paragraphs)
+            text = "".join(p + rng.choice(["\n\n", "\n\n\n", "\n \n\n\n"]) for p in paragraphs)
             budget, overlap = rng.choice([(80, 20), (200, 50), (500, 100), (1000, 0)])
             chunks = chunks_of(text, budget=budget, overlap=overlap)
             with self.subTest(trial=trial, budget=budget):
                 in_chunks = set(w for c in chunks for w in c.text.split())
                 self.assertLessEqual(set(text.split()), in_chunks)            # nothing lost
-                longest_word = max(len(w) for w in text.split())
-                self.assertTrue(all(len(c.text) <= budget + longest_word for c in chunks))
+                self.assertTrue(all(len(c.text) <= budget for c in chunks))   # words here fit a chunk
                 for before, after in zip(chunks, chunks[1:]):
                     self.assertNotIn(before.text, after.text)                 # overlap < a chunk
-                self.assertEqual(chunks, chunks_of(text, budget=budget, overlap=overlap))
+                self.assertEqual(chunks, chunks_of(text.replace("\n", "\r\n"), budget=budget, overlap=overlap))
                 lines = text.split("\n")
-                for c in chunks:                                              # lines are where the text is
-                    for line in c.text.split("\n"):
+                for c in chunks:  # the first and last line of the text are on the chunk's first and last line
+                    self.assertIn(c.text.split("\n")[0], lines[c.first_line - 1], c)
+                    self.assertIn(c.text.split("\n")[-1], lines[c.last_line - 1], c)
+                    for line in c.text.split("\n"):                          # and every line in between
                         window = lines[c.first_line - 1:c.last_line]
                         self.assertTrue(not line or any(line in w for w in window), (line, c))
+
+    def test_a_japanese_sentence_end_at_the_budget_stays_within_it(self):
+        for length in (96, 97, 98, 99):
+            chunks = chunks_of(("あ" * length + "。") * 3, budget=100, overlap=0)
+            with self.subTest(length=length):
+                self.assertTrue(all(len(c.text) <= 100 for c in chunks), [len(c.text) for c in chunks])
+                self.assertEqual("".join(c.text for c in chunks), ("あ" * length + "。") * 3)
 
     def test_chunks_never_span_two_files(self):
         documents = [rag.Document("a.txt", rag.text_paragraphs("apple " * 10)),
