@@ -1549,7 +1549,7 @@ def build_parser():
     parser.add_argument("--host", help=f"Ollama server, as in OLLAMA_HOST (default: $OLLAMA_HOST, else {OLLAMA_URL})")
     parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
                         help="most tokens of prompt and answer sent to the model (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=READ_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
                         help="how long to wait for the model to start answering, or for any reply "
                              "(default: %(default)g)")
     parser.add_argument("--explain", action="store_true",
@@ -1569,6 +1569,17 @@ def positive_int(text):
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return int(text)
+
+
+def positive_seconds(text):
+    """argparse type: a number of seconds above 0, at most a day (a socket cannot wait for "inf")."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:  # also false for "nan"
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
+    return seconds
 
 
 def read_questions(args, stdin):

@@ -1312,9 +1312,14 @@ class CommandLineTest(TempFolder):
         self.assertEqual((code, out), (2, ""))
         self.assertEqual(err.count("\n"), 1)
         self.assertIn("no such file or folder", err)
-        with self.assertRaises(SystemExit) as bad_k, contextlib.redirect_stderr(io.StringIO()):
-            rag.main(["-k", "0", "x"])
-        self.assertEqual(bad_k.exception.code, 2)
+        for flag, value in [("-k", "0"), ("-k", "2.5"), ("--timeout", "0"), ("--timeout", "-1"),
+                            ("--timeout", "nan"), ("--timeout", "inf"), ("--timeout", "soon")]:
+            stderr = io.StringIO()
+            with self.subTest(flag=flag, value=value), self.assertRaises(SystemExit) as bad, \
+                    contextlib.redirect_stderr(stderr):
+                rag.main([flag, value, "x"])
+            self.assertEqual(bad.exception.code, 2)
+            self.assertIn(f"argument {flag}: expected", stderr.getvalue().splitlines()[-1])
 
     def test_help_shows_defaults_and_version(self):
         out = io.StringIO()
