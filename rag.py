@@ -89,7 +89,7 @@ why how all any both each few more most other some such no nor not only own same
 # Glossary: the nouns of this file, used with exactly these meanings in names.
 #   document  one file's text, as paragraphs with their line numbers, and its source (relative path)
 #   chunk     a passage of one document, at most CHUNK_CHARS long, with its heading path and line range
-#   token     what search compares: a word stem, or a pair of neighbouring CJK characters
+#   token     what search compares: a word stem, a pair of neighbouring CJK characters, or one ideograph
 #   score     how well a chunk matches a question (BM25 over tokens, or cosine of vectors); higher is better
 #   vector    a chunk's or a question's embedding: numbers from a model, near for similar meanings
 #   hit       a chunk found for a question, with its rank and score
@@ -235,6 +235,10 @@ def decode(data, path):
         return data.decode("cp1252", "replace")
 
 
+ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
+UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "=====" under a title
+
+
 def text_paragraphs(text):
     """Return the paragraphs of plain text: runs of lines between blank lines.
 
@@ -328,8 +332,6 @@ def html_paragraphs(markup):
 # fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
 # ---------------------------------------------------------------------------------------------------
 
-ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
-UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "=====" under a title
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -358,8 +360,8 @@ def heading_of(paragraph, underline_levels):
 def sections(paragraphs):
     """Group paragraphs under their heading path: yield (path, paragraphs), headings included.
 
-    A heading directly followed by another heading stays with the next section, so no chunk is a
-    lone heading.
+    A heading directly followed by another heading stays with the next section, so a heading is a
+    chunk alone only when nothing follows it in its document.
     """
     path, body, has_text, underline_levels = [], [], False, {}
     for paragraph in paragraphs:
@@ -456,7 +458,8 @@ def split_documents(documents, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
 # ---------------------------------------------------------------------------------------------------
 # Tokenize: text -> tokens. Words are lowercased, stop words dropped, the rest stemmed (Porter2), so
 # "filed" and "filing" meet at "file". Chinese, Japanese and Korean are written without spaces, so
-# there a token is each pair of neighbouring characters ("東京都" -> "東京", "京都").
+# there a token is each pair of neighbouring characters ("東京都" -> "東京", "京都"), and each Chinese
+# character alone (東, 京, 都: one ideograph can be a word).
 # ---------------------------------------------------------------------------------------------------
 
 CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
@@ -652,8 +655,9 @@ def stem(word):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Score: BM25 over an inverted index. Everything that does not depend on the question is computed
-# once, when the index is built, so a question only walks the postings of its own tokens.
+# Score: BM25 over an inverted index, built once: for each token, the chunks that hold it. A token's
+# BM25 weights are worked out the first time a question asks for it, then kept, so a question only
+# walks the postings of its own tokens and does only additions.
 # ---------------------------------------------------------------------------------------------------
 
 def bm25_idf(chunk_count, chunk_frequency):
@@ -725,6 +729,18 @@ class Index:
         # chunks found costs less than picking them out of all scores with itertools.compress.)
         best = heapq.nlargest(k, sorted(found), key=scores.__getitem__)
         return [(number, scores[number]) for number in best]
+
+
+def ideal_score(index, tokens):
+    """Return what a chunk of average length holding each question token once would score: the sum
+    of the tokens' idf. Tokens no chunk holds count too: a question about something absent matches less."""
+    return sum(bm25_idf(len(index.chunks), len(index.postings.get(t, ((),))[0])) for t in set(tokens))
+
+
+def relevance(index, tokens, score):
+    """Return how much of the question a score covers: score / ideal_score; 0.0 for no question."""
+    ideal = ideal_score(index, tokens)
+    return score / ideal if ideal else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1222,18 +1238,6 @@ def chat_options(messages):
     needed = sum(estimate_tokens(m["content"]) for m in messages) + ANSWER_TOKENS
     return {"temperature": TEMPERATURE, "num_ctx": max(2048, -(-needed // 1024) * 1024),
             "num_predict": ANSWER_TOKENS}
-
-
-def relevance(index, tokens, score):
-    """Return how much of the question a score covers: score / ideal_score; 0.0 for no question."""
-    ideal = ideal_score(index, tokens)
-    return score / ideal if ideal else 0.0
-
-
-def ideal_score(index, tokens):
-    """Return what a chunk of average length holding each question token once would score: the sum
-    of the tokens' idf. Tokens no chunk holds count too: a question about something absent matches less."""
-    return sum(bm25_idf(len(index.chunks), len(index.postings.get(t, ((),))[0])) for t in set(tokens))
 
 
 # ---------------------------------------------------------------------------------------------------
