@@ -1154,12 +1154,12 @@ def sub_queries(question):
 def retrieve(index, question, k=TOP_K, mode="lexical"):
     """Return the k best hits for the question, best first. A compound question is also asked
     part by part, and the rankings of the whole and of the parts take turns, so each part gets hits."""
-    rank = RANKINGS[mode]
+    ranking_of = RANKINGS[mode]
     parts = sub_queries(question)
     if parts:
-        ranking = interleave([rank(index, query, k) for query in [question] + parts])[:k]
+        ranking = interleave([ranking_of(index, query, k) for query in [question] + parts])[:k]
     else:
-        ranking = rank(index, question, k)
+        ranking = ranking_of(index, question, k)
     return [Hit(rank, score, index.chunks[number]) for rank, (number, score) in enumerate(ranking, 1)]
 
 
@@ -1344,6 +1344,11 @@ def normalized(text):
 # with --answer the model) on a file of questions with their expected sources.
 # ---------------------------------------------------------------------------------------------------
 
+def chunk_label(chunk):
+    """Return where a chunk is, as every listing of hits shows it: "source:first-last  (heading)"."""
+    return f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" + (f"  ({chunk.heading})" if chunk.heading else "")
+
+
 def explain(index, question, args):
     """Print each stage of answering a question, as it happens, 100 columns wide."""
     stage("Question")
@@ -1357,22 +1362,22 @@ def explain(index, question, args):
     hits = retrieve(index, question, args.k, args.mode)
     stage(f"Top {len(hits)} chunks by {args.mode} search")
     numbers = {id(chunk): number for number, chunk in enumerate(index.chunks)}
-    ranks = {mode: {number: (rank, score) for rank, (number, score)
-                    in enumerate(RANKINGS[mode](index, question, FUSION_DEPTH), 1)}
-             for mode in ("lexical", "embedding") if mode in (args.mode, "lexical") or args.mode == "hybrid"}
+    ranks = {}
+    if args.mode == "hybrid":  # where each way alone ranks the chunk
+        ranks = {mode: {number: rank for rank, (number, _)
+                        in enumerate(RANKINGS[mode](index, question, FUSION_DEPTH), 1)}
+                 for mode in ("lexical", "embedding")}
     tokens = list(dict.fromkeys(tokenize(question)))
     for hit in hits:
-        number, chunk = numbers[id(hit.chunk)], hit.chunk
-        print(f"  [{hit.rank}] {hit.score:.4f}  {chunk.source}:{chunk.first_line}-{chunk.last_line}"
-              + (f"  ({chunk.heading})" if chunk.heading else ""))
-        parts_of_score = [f"{token} {index.weight(token, number):.2f}" for token in tokens
-                          if index.weight(token, number)]
-        lexical_rank, lexical_score = ranks["lexical"].get(number, (None, 0.0))
-        line = (" + ".join(parts_of_score) + f" = {lexical_score:.2f}") if parts_of_score else "no shared token"
+        chunk_number, chunk = numbers[id(hit.chunk)], hit.chunk
+        print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(chunk)}")
+        weights = {token: index.weight(token, chunk_number) for token in tokens}
+        parts_of_score = [f"{token} {weight:.2f}" for token, weight in weights.items() if weight]
+        line = f"{' + '.join(parts_of_score)} = {sum(weights.values()):.2f}" if parts_of_score else "no shared token"
         if args.mode == "hybrid":
-            embedding_rank, cosine = ranks["embedding"].get(number, (None, 0.0))
-            line = (f"lexical #{lexical_rank or '-'} ({line}); embedding #{embedding_rank or '-'} "
-                    f"(cosine {cosine:.3f}); hybrid {hit.score:.4f}")
+            cosine = cosines(index, question, [chunk_number])[chunk_number]
+            line = (f"lexical #{ranks['lexical'].get(chunk_number, '-')} ({line}); embedding "
+                    f"#{ranks['embedding'].get(chunk_number, '-')} (cosine {cosine:.3f}); hybrid {hit.score:.4f}")
         elif args.mode == "embedding":
             line = f"cosine {hit.score:.3f}"
         print(textwrap.fill(line, 100, initial_indent="      ", subsequent_indent="        "))
@@ -1385,10 +1390,9 @@ def explain(index, question, args):
         return
     hits, messages, options, _ = prepare(index, question, args)
     stage(f"Sent to the model: {len(hits)} chunks within the {args.context}-token context budget")
-    for number, hit in enumerate(hits, 1):
-        chunk = hit.chunk
-        tokens_used = estimate_tokens(source_block(number, chunk))
-        print(f"  [{number}] {chunk.source}:{chunk.first_line}-{chunk.last_line}  ~{tokens_used} tokens")
+    for source_number, hit in enumerate(hits, 1):
+        tokens_used = estimate_tokens(source_block(source_number, hit.chunk))
+        print(f"  [{source_number}] {chunk_label(hit.chunk)}  ~{tokens_used} tokens")
     prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer -> num_ctx {options['num_ctx']}")
     stage("Prompt")
@@ -1460,7 +1464,7 @@ def evaluate(index, cases, args):
         rank = next((hit.rank for hit in hits if is_expected(hit.chunk, expected)), None)
         reciprocal_ranks.append(1 / rank if rank else 0.0)
         if rank is None:
-            got = [f"{h.chunk.source}:{h.chunk.first_line}-{h.chunk.last_line} ({h.chunk.heading})" for h in hits[:3]]
+            got = [chunk_label(hit.chunk) for hit in hits[:3]]
             report["misses"].append({"line": line, "question": question, "expected": expected, "got": got})
     if answerable:
         report["hit_rate"] = round(sum(r > 0 for r in reciprocal_ranks) / len(answerable), 4)
@@ -1712,9 +1716,7 @@ def print_answer(question, hits, text, citations, warnings, as_json, streamed=Fa
     if citations:
         print("\nSources:")
     for number in citations:
-        chunk = hits[number - 1].chunk
-        print(f"  [{number}] {chunk.source}:{chunk.first_line}-{chunk.last_line}"
-              + (f" ({chunk.heading})" if chunk.heading else ""))
+        print(f"  [{number}] {chunk_label(hits[number - 1].chunk)}")
     sys.stdout.flush()
 
 
@@ -1738,8 +1740,7 @@ def print_hits(question, hits, as_json):
         print("No passage shares a word with the question.")
     for hit in hits:
         chunk = hit.chunk
-        print(f"[{hit.rank}] {hit.score:.4f}  {chunk.source}:{chunk.first_line}-{chunk.last_line}"
-              + (f"  ({chunk.heading})" if chunk.heading else ""))
+        print(f"[{hit.rank}] {hit.score:.4f}  {chunk_label(chunk)}")
         print(textwrap.fill(excerpt(chunk.text, question), 100, initial_indent="    ",
                             subsequent_indent="    "))
     sys.stdout.flush()

@@ -3,6 +3,7 @@
 Run: python3 -m unittest -v test_rag
 """
 
+import argparse
 import contextlib
 import http.server
 import io
@@ -985,7 +986,7 @@ class AnswerTest(unittest.TestCase):
         code, out, err = self.ask(fake)
         self.assertEqual((code, err), (0, ""))
         self.assertTrue(out.startswith("Expense reports are due within 30 days [1]."), out)
-        self.assertRegex(out, r"Sources:\n  \[1\] handbook\.txt:\d+-\d+ \(Expenses > Deadlines and late submissions\)")
+        self.assertRegex(out, r"Sources:\n  \[1\] handbook\.txt:\d+-\d+  \(Expenses > Deadlines and late submissions\)")
         sent = self.chat_requests(fake)[0]
         self.assertEqual((sent["model"], sent["stream"]), (rag.CHAT_MODEL, True))
         self.assertEqual(sent["options"]["temperature"], rag.TEMPERATURE)
@@ -1203,6 +1204,21 @@ class ExplainTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("東京オフィスの勤務時間->東京 京オ オフ", out)
         self.assertNotIn("== Prompt", out)
+
+
+    def test_hybrid_explain_shows_where_each_way_ranks_a_chunk(self):
+        """"apple" is in chunks 0 and 1 (relevance 1.0 each, BM25 ln 1.6 = 0.47); the question's vector
+        matches chunk 1 (cosine 1) and is at a right angle to chunk 0: hybrid 0.6 + 0.4 and 0.6 + 0."""
+        index = index_of("apple pie", "apple tart", "cherry cake")
+        index.vectors = [rag.unit_vector([1.0, 0.0]), rag.unit_vector([0.0, 1.0]), rag.unit_vector([0.6, 0.8])]
+        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rag.explain(index, "apple", argparse.Namespace(k=2, mode="hybrid", search=True))
+        self.assertIn("  [1] 1.0000  1.txt:1-1\n      lexical #2 (appl 0.47 = 0.47); embedding #1 (cosine 1.000); "
+                      "hybrid 1.0000\n", out.getvalue())
+        self.assertIn("  [2] 0.6000  0.txt:1-1\n      lexical #1 (appl 0.47 = 0.47); embedding #3 (cosine 0.000); "
+                      "hybrid 0.6000\n", out.getvalue())
 
 
 class ReadmeTest(TempFolder):
