@@ -165,7 +165,7 @@ def load_documents(paths):
                 continue
             text = read_text(file)
             if text is not None:
-                paragraphs = html_paragraphs(text) if kind == "html" else text_paragraphs(text)
+                paragraphs = html_paragraphs(text, file) if kind == "html" else text_paragraphs(text)
                 documents.append(Document(source.replace(os.sep, "/"), paragraphs))
     if other_types:
         kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
@@ -235,6 +235,12 @@ def decode(data, path):
         return data.decode("cp1252", "replace")
 
 
+def one_line_end(text):
+    """Return text with Windows (CR LF) and old Mac (CR) line ends as LF. Only these end lines, as in
+    an editor: str.splitlines would also break at form feeds and Unicode separators, and miscount."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
 UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "=====" under a title
 
@@ -253,7 +259,7 @@ def text_paragraphs(text):
             paragraphs.append(Paragraph(first, first + len(lines) - 1, "\n".join(lines)))
             lines.clear()
 
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(one_line_end(text).split("\n"), 1):
         line = line.rstrip()
         fence = line.lstrip().startswith(("```", "~~~"))
         in_code ^= fence
@@ -289,6 +295,9 @@ class HtmlText(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.paragraphs, self.words, self.first, self.skipping = [], [], 0, 0
 
+    def error(self, message):  # Python 3.8 and 3.9 call this on markup they cannot read
+        raise ValueError(message)
+
     def close_paragraph(self):
         if self.words:
             last = self.getpos()[0]
@@ -317,11 +326,14 @@ class HtmlText(HTMLParser):
             self.words.extend(data.split())
 
 
-def html_paragraphs(markup):
-    """Return the paragraphs of an HTML page's visible text."""
+def html_paragraphs(markup, path):
+    """Return the paragraphs of an HTML page's visible text (all of it the parser can read)."""
     parser = HtmlText()
-    parser.feed(markup)
-    parser.close()
+    try:
+        parser.feed(one_line_end(markup))
+        parser.close()
+    except (AssertionError, ValueError) as e:  # how html.parser gives up on markup it cannot read
+        warn(f"{path}: unreadable HTML from line {parser.getpos()[0]} on ({e}); the text before it is kept")
     parser.close_paragraph()
     return [p for p in parser.paragraphs if p.text.strip("# ")]
 
@@ -425,15 +437,16 @@ def tail(pieces, size):
 
 def windows(paragraph, size):
     """Return the paragraph as one piece, or cut into pieces of at most size characters."""
-    text, pieces, start = paragraph.text, [], 0
+    text, pieces, start, line = paragraph.text, [], 0, paragraph.first_line
     if len(text) <= size and text == text.strip():
         return [paragraph]  # most paragraphs fit as they are
     while start < len(text):
         end = len(text) if len(text) - start <= size else cut_point(text, start, start + size)
         piece = text[start:end]
         if piece.strip():
-            first = paragraph.first_line + text.count("\n", 0, start + len(piece) - len(piece.lstrip()))
+            first = line + piece.count("\n", 0, len(piece) - len(piece.lstrip()))
             pieces.append(Paragraph(first, first + piece.strip().count("\n"), piece.strip()))
+        line += piece.count("\n")  # counted piece by piece: a 20 MB paragraph is not recounted each time
         start = end
     return pieces
 

@@ -273,11 +273,28 @@ class LoadTest(TempFolder):
         chunk = rag.split_documents([document])[-1]
         self.assertEqual((chunk.first_line, chunk.last_line), (3, 5))  # the heading's line to the paragraph's end
 
-    def test_crlf_lines_are_counted_like_lf(self):
-        self.write("w.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
-        paragraphs = rag.load_documents([self.folder])[0].paragraphs
-        self.assertEqual([(p.first_line, p.last_line, p.text) for p in paragraphs],
-                         [(1, 2, "one\ntwo"), (4, 4, "three")])
+    def test_lines_end_at_lf_crlf_or_cr_only(self):
+        self.write("crlf.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
+        self.write("mac.txt", b"one\rtwo\r\rthree\r")
+        self.write("rfc.txt", "one\ftwo\n\f\nthree\vfour\u2028five\n")  # form feeds etc. end no line
+        self.write("page.html", "<p>one\rtwo</p>\r\r<p>three</p>")
+        documents = rag.load_documents([self.folder])
+        lines = {d.source: [(p.first_line, p.last_line, p.text) for p in d.paragraphs] for d in documents}
+        self.assertEqual(lines["crlf.txt"], [(1, 2, "one\ntwo"), (4, 4, "three")])
+        self.assertEqual(lines["mac.txt"], lines["crlf.txt"])
+        self.assertEqual(lines["rfc.txt"], [(1, 1, "one\ftwo"), (3, 3, "three\vfour\u2028five")])
+        self.assertEqual(lines["page.html"], [(1, 2, "one two"), (4, 4, "three")])
+
+    def test_html_the_parser_gives_up_on_keeps_the_text_before_with_a_warning(self):
+        self.write("bad.html", "<p>kept text</p>\n<p>code: if (a<![x]) {}</p><p>lost</p>")
+        self.write("good.txt", "other file")
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            documents = rag.load_documents([self.folder])
+        self.assertEqual([(d.source, d.paragraphs[0].text) for d in documents],
+                         [("bad.html", "kept text"), ("good.txt", "other file")])
+        self.assertRegex(stderr.getvalue(), r"^rag.py: warning: \S+bad.html: unreadable HTML from line 2 on "
+                                            r"\(.+\); the text before it is kept\n$")
 
     def test_missing_path_and_no_text_are_usage_errors(self):
         with self.assertRaises(rag.RagError) as missing:
