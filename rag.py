@@ -177,7 +177,7 @@ def load_documents(paths):
 
 
 def walk_files(folder):
-    """Yield the files below folder in sorted order; hidden names and link loops are left out."""
+    """Yield the regular files below folder in sorted order; hidden names and link loops are left out."""
     seen = set()
     for root, dirs, files in os.walk(folder, followlinks=True, onerror=lambda e: warn(
             f"skipped {e.filename}: {e.strerror}")):
@@ -189,8 +189,13 @@ def walk_files(folder):
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if not name.startswith("."):
-                yield os.path.join(root, name)
+            path = os.path.join(root, name)
+            if name.startswith("."):
+                continue
+            if os.path.isfile(path) or os.path.islink(path):  # a broken link is reported when read
+                yield path
+            else:  # reading a named pipe would wait forever
+                warn(f"skipped {path}: not a regular file (a pipe, socket or device)")
 
 
 def file_kind(path, named):

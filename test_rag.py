@@ -248,6 +248,22 @@ class LoadTest(TempFolder):
         self.assertIn("broken.txt: a broken link", warned)
         self.assertIn("a link loop", warned)
 
+    def test_a_named_pipe_in_a_folder_is_skipped_not_waited_for(self):
+        if not hasattr(os, "mkfifo"):
+            self.skipTest("no named pipes here")
+        self.write("a.txt", "text")
+        pipe = os.path.join(self.folder, "pipe.md")
+        os.mkfifo(pipe)
+        # Should loading wait on the pipe, a writer comes after 5 s, so the test fails instead of hanging.
+        writer = threading.Timer(5, lambda: os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)))
+        writer.start()
+        try:
+            documents, warned = load_with_warnings(self.folder)
+        finally:
+            writer.cancel()
+        self.assertEqual([d.source for d in documents], ["a.txt"])
+        self.assertIn("pipe.md: not a regular file", warned)
+
     def test_unreadable_file_is_skipped_and_the_rest_still_loads(self):
         self.write("a.txt", "first")
         locked = self.write("b.txt", "locked")
