@@ -29,6 +29,7 @@ import textwrap
 import time
 from array import array
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -835,15 +836,20 @@ def http_error(error, payload):
     """Return a RagError for an HTTP error status from Ollama, saying what to do about it."""
     body = error.read().decode("utf-8", "replace")
     try:
-        text = json.loads(body)["error"]
+        text = json.loads(body)["error"]  # Ollama's own errors are {"error": "what went wrong"}
     except (ValueError, KeyError, TypeError):
-        text = body.strip()[:200]
+        text = None
+    from_ollama = isinstance(text, str)
+    text = text if from_ollama else " ".join(body.split())[:200]  # one line, even of an HTML page
     model = (payload or {}).get("model", "")
-    if error.code == 404 and body.lstrip().startswith("{"):
+    if error.code == 404 and from_ollama and model:
         message = (f"model {model!r} is not on the Ollama server. Pull it with "
                    f"`ollama pull {model}`{available_models(error.url)}")
     elif error.code == 404:
         message = f"{error.url} does not exist ({text}): is this an Ollama server, and a recent one?"
+    elif not from_ollama:
+        message = (f"{error.url} answered HTTP {error.code} ({text}), not as Ollama does: "
+                   "is OLLAMA_HOST or --host an Ollama server?")
     elif "support embeddings" in text or (error.code == 501 and "/api/embed" in error.url):
         message = (f"model {model!r} makes no embeddings (it is a chat model). Choose an embedding "
                    f"model with --embed-model, e.g. {EMBED_MODEL} (`ollama pull {EMBED_MODEL}`).")
@@ -854,12 +860,48 @@ def http_error(error, payload):
     return RagError(message, status=error.code, detail=text)
 
 
+def ask_json(url, payload, timeout):
+    """Send a request and return the JSON object of the whole reply. A reply cut off, or anything
+    but a JSON object, is a RagError like every other failure."""
+    with post_json(url, payload, timeout) as response, reading_from(url.split("/api/")[0], timeout):
+        text = response.read().decode("utf-8", "replace")  # read() notices a reply cut short
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        raise RagError(f"{url} sent something that is not Ollama's JSON ({' '.join(text.split())[:80]!r}): "
+                       "is OLLAMA_HOST or --host an Ollama server?")
+    return reply
+
+
+@contextmanager
+def reading_from(server, timeout):
+    """Turn the network failures of reading a reply, inside this with-block, into RagError."""
+    import http.client  # here, not at the top: see the note after the imports
+    import socket
+    try:
+        yield
+    except socket.timeout:
+        raise RagError(f"Ollama at {server} stopped sending for {timeout:g} s; try again or "
+                       "raise --timeout.") from None
+    except (http.client.HTTPException, ConnectionError) as e:
+        raise RagError(f"the connection to Ollama broke mid-reply ({type(e).__name__}). Try again.") from None
+
+
+def read_lines(response, server, timeout):
+    """Yield the lines of a streamed reply as they arrive."""
+    with reading_from(server, timeout):
+        for raw in response:
+            yield raw.decode("utf-8", "replace")
+
+
 def available_models(url):
     """Return "; the server has: a, b" from /api/tags, or "" when that cannot be had."""
     try:
-        with post_json(url.split("/api/")[0] + "/api/tags", None, CONNECT_TIMEOUT) as response:
-            names = sorted(m["name"] for m in json.load(response).get("models", []))
-    except (RagError, ValueError, KeyError, TypeError, OSError):
+        reply = ask_json(url.split("/api/")[0] + "/api/tags", None, CONNECT_TIMEOUT)
+        names = sorted(model["name"] for model in reply["models"])
+    except (RagError, KeyError, TypeError):
         return ""
     return "; the server has: " + (", ".join(names) if names else "no models yet")
 
@@ -899,8 +941,7 @@ def embed_batch(server, model, texts, labels, timeout):
     shortened with a warning; a server older than /api/embed is asked through /api/embeddings."""
     payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
     try:
-        with post_json(server + "/api/embed", payload, timeout) as response:
-            vectors = [unit_vector(vector) for vector in json.load(response)["embeddings"]]
+        vectors = [unit_vector(vector) for vector in ask_json(server + "/api/embed", payload, timeout)["embeddings"]]
     except RagError as e:
         if e.status == 404 and "model" not in e.detail:  # no such endpoint: Ollama before 0.2.6
             return [embed_legacy(server, model, text, timeout) for text in texts]
@@ -921,8 +962,7 @@ def embed_batch(server, model, texts, labels, timeout):
 def embed_legacy(server, model, text, timeout):
     """Return the unit vector of one text from the old /api/embeddings (its vectors are not unit)."""
     try:
-        with post_json(server + "/api/embeddings", {"model": model, "prompt": text}, timeout) as response:
-            return unit_vector(json.load(response)["embedding"])
+        return unit_vector(ask_json(server + "/api/embeddings", {"model": model, "prompt": text}, timeout)["embedding"])
     except (ValueError, KeyError, TypeError):
         raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {server} Ollama?") from None
 
@@ -984,6 +1024,9 @@ class EmbeddingCache:
         if len(sizes) > 1:
             raise RagError(f"{self.model} returned vectors of {sizes[0]} and {sizes[-1]} numbers together; "
                            "the server is misbehaving, try again")
+        if self.dimension not in (None, len(vectors[0])) and table == "questions":  # not worth every chunk
+            raise RagError(f"{self.model} made a question vector of {len(vectors[0])} numbers, the cached chunk "
+                           f"vectors have {self.dimension}: try again; if the model was replaced, delete {self.path}")
         if self.dimension not in (None, len(vectors[0])):
             warn(f"{self.model} now makes vectors of {len(vectors[0])} numbers, not {self.dimension}: "
                  "dropping the cached ones")
@@ -1102,10 +1145,7 @@ def embedding_ranking(index, question, depth):
 
 def cosines(index, question, numbers):
     """Return {chunk number: cosine similarity to the question} for the chunks numbered (unit vectors)."""
-    query = list(index.embed_question(question))  # a list is read faster than an array
-    if len(query) != len(index.vectors[0]):
-        raise RagError(f"the embedding model changed its vector size during the run "
-                       f"({len(index.vectors[0])} -> {len(query)}); run again")
+    query = list(index.embed_question(question))  # a list is read faster than an array (same size: the cache checks)
     vectors = index.vectors
     return {number: dot(query, vectors[number]) for number in numbers}
 
@@ -1286,8 +1326,10 @@ def chat_pieces(response, server, timeout, final):
         try:
             item = json.loads(line)
         except ValueError:
+            item = None
+        if not isinstance(item, dict):
             raise RagError(f"Ollama sent something that is not JSON: {line[:80]!r}. "
-                           "Is OLLAMA_HOST an Ollama server?") from None
+                           "Is OLLAMA_HOST an Ollama server?")
         if "error" in item:
             raise RagError(f"Ollama stopped with an error while answering: {item['error']}")
         yield (item.get("message") or {}).get("content") or ""  # "thinking" is not the answer
@@ -1295,20 +1337,6 @@ def chat_pieces(response, server, timeout, final):
             final.update(item)
             return
     raise RagError("the answer ended before Ollama said it was done (did the server stop?). Try again.")
-
-
-def read_lines(response, server, timeout):
-    """Yield the lines of a streamed response, turning network failures into RagError."""
-    import http.client  # here, not at the top: see the note after the imports
-    import socket
-    try:
-        for raw in response:
-            yield raw.decode("utf-8", "replace")
-    except socket.timeout:
-        raise RagError(f"Ollama at {server} stopped sending for {timeout:g} s; try again or "
-                       "raise --timeout.") from None
-    except (http.client.HTTPException, ConnectionError) as e:
-        raise RagError(f"the connection to Ollama broke mid-answer ({type(e).__name__}). Try again.") from None
 
 
 def without_thinking(pieces):
@@ -1377,7 +1405,7 @@ def explain(index, question, args):
           else "  none: it asks one thing")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(textwrap.fill("   ".join(token_story(question)), 100, initial_indent="  ", subsequent_indent="  "))
-    hits = retrieve(index, question, args.k, args.mode)
+    hits = find_hits(index, question, args)
     stage(f"Top {len(hits)} chunks by {args.mode} search")
     numbers = {id(chunk): number for number, chunk in enumerate(index.chunks)}
     ranks = {}
@@ -1474,7 +1502,7 @@ def evaluate(index, cases, args):
               "not_asked": {"unanswerable": 0, "answerable": 0}}
     reciprocal_ranks = []
     for line, question, expected in cases:
-        hits = retrieve(index, question, args.k, args.mode)
+        hits = find_hits(index, question, args)
         if not_asking_reason(index, question, args.mode):
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
@@ -1654,6 +1682,19 @@ def use_embeddings(index, args):
     return cache
 
 
+def find_hits(index, question, args):
+    """Return the hits for a question in the mode asked. In hybrid mode, when the question cannot be
+    embedded (the server went away), search by words from then on, and say so once."""
+    try:
+        return retrieve(index, question, args.k, args.mode)
+    except RagError as e:
+        if args.mode != "hybrid":
+            raise
+        warn(f"searching by words only from now on: the question could not be embedded ({e})")
+        args.mode = "lexical"
+        return retrieve(index, question, args.k, args.mode)
+
+
 def not_asking_reason(index, question, mode):
     """Return why the model need not be asked (nothing relevant found by words), or None."""
     if mode == "embedding":  # meaning without shared words is the point of embeddings
@@ -1670,7 +1711,7 @@ def not_asking_reason(index, question, mode):
 
 def prepare(index, question, args):
     """Return (hits, messages, options, warnings) for asking the model about a question."""
-    hits = retrieve(index, question, args.k, args.mode)
+    hits = find_hits(index, question, args)
     found, hits = len(hits), fit_hits(hits, question, args.context - ANSWER_TOKENS)
     warnings = [] if len(hits) == found else [
         f"only {len(hits)} of {found} passages fit the {args.context}-token context budget; "
@@ -1685,11 +1726,11 @@ def answer(index, question, args):
     why = not_asking_reason(index, question, args.mode)
     if why:
         return print_answer(question, [], REFUSAL, [], [why], args.json)
-    hits, messages, options, warnings = prepare(index, question, args)
-    if args.show_prompt:
-        return print_prompt(args.server, args.model, messages, options, args.json)
-    final, pieces = {}, []
+    hits, warnings, final, pieces = [], [], {}, []
     try:
+        hits, messages, options, warnings = prepare(index, question, args)
+        if args.show_prompt:
+            return print_prompt(args.server, args.model, messages, options, args.json)
         for piece in stream_chat(args.server, args.model, messages, options, args.timeout, final):
             pieces.append(piece)
             if not args.json:
@@ -1701,7 +1742,7 @@ def answer(index, question, args):
             print(json_line(question, hits, answer=text or None, citations=[], warnings=warnings, error=reason))
         elif text:
             print("\n[answer cut short]", flush=True)
-        elif isinstance(e, RagError):  # the passages often answer the question on their own
+        elif isinstance(e, RagError) and hits:  # the passages often answer the question on their own
             print("The model could not be asked; these are the passages it would have read:")
             print_hits(question, hits, False)
         raise
@@ -1796,14 +1837,16 @@ def run_questions(index, args):
             explain(index, question, args)
             if args.search or args.show_prompt:
                 continue
-        if args.search:
-            print_hits(question, retrieve(index, question, args.k, args.mode), args.json)
-            continue
-        if not (args.json or args.question or interactive):  # questions from a file: say which one
+        if not (args.search or args.json or args.question or interactive):  # from a file: say which one
             print(("\n" if number else "") + f">>> {question}")
         try:
-            answer(index, question, args)
+            if args.search:
+                print_hits(question, find_hits(index, question, args), args.json)
+            else:
+                answer(index, question, args)
         except RagError as e:  # say so, and go on with the next question
+            if args.search and args.json:  # one JSON line a question (answer() writes its own)
+                print(json_line(question, [], error=str(e)), flush=True)
             print(f"rag.py: {e}", file=sys.stderr, flush=True)
             failures += 1
         except KeyboardInterrupt:

@@ -86,7 +86,9 @@ class FakeOllama:
 
             def do_GET(self):
                 fake.requests.append(("GET", self.path, None))
-                if self.path == "/api/version":
+                if fake.foreign:
+                    self.reply(*fake.foreign)
+                elif self.path == "/api/version":
                     self.reply(200, {"version": "0.12.6"})
                 elif self.path == "/api/tags":
                     self.reply(200, {"models": [{"name": "llama3.2:latest"}, {"name": "nomic-embed-text:latest"}]})
@@ -96,6 +98,8 @@ class FakeOllama:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null")
                 fake.requests.append(("POST", self.path, body))
+                if fake.foreign:
+                    return self.reply(*fake.foreign)
                 handler = getattr(fake, "on_" + self.path.strip("/").replace("/", "_"), None)
                 if handler is None:
                     return self.reply(404, "404 page not found")
@@ -134,8 +138,9 @@ class FakeOllama:
         self.server.shutdown()
         self.server.server_close()
 
+    foreign = None            # (status, body, content type): what another kind of server answers to all
     dims = 16                 # size of the fake embedding vectors
-    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing"
+    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "cut"
     too_long = 10 ** 9        # inputs longer than this many characters are refused (too-long)
     fail_after = None         # a number of /api/embed requests, after which the server fails
     resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
@@ -163,6 +168,13 @@ class FakeOllama:
             return handler.reply(501, {"error": "this model does not support embeddings"})
         if any(len(text) > self.too_long for text in texts):
             return handler.reply(400, {"error": "the input length exceeds the context length"})
+        if self.embed_mode == "cut":  # promise 100 bytes, send 10, hang up
+            handler.send_response(200)
+            handler.send_header("Content-Length", "100")
+            handler.end_headers()
+            handler.wfile.write(b'{"embeddi')
+            handler.close_connection = True
+            return
         vectors = [self.vector(text) for text in texts]
         units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
         handler.reply(200, {"model": body["model"], "embeddings": units})
@@ -186,6 +198,8 @@ class FakeOllama:
             handler.reply(500, {"error": "llama runner process has terminated: exit status 2"})
         elif mode == "malformed":
             handler.reply(200, "not json{")
+        elif mode == "not-an-object":
+            handler.stream([None])
         elif mode == "midstream-error":
             handler.stream(pieces[:2] + [{"error": "an error was encountered while running the model"}])
         elif mode == "cut":
@@ -669,13 +683,18 @@ class EmbedTest(TempFolder):
         code, out, err = self.search()
         self.assertIn("wrong size", err)
 
-    def test_the_model_changing_its_vector_size_mid_run_is_an_error(self):
+    def test_a_question_vector_of_another_size_is_an_error_that_keeps_the_cached_chunks(self):
         self.search()                      # chunks cached with 16 numbers a vector
         self.fake.dims = 8                 # the next question comes back with 8
         code, out, err = self.search("annual leave")
-        self.assertEqual(code, 1)
-        self.assertIn("changed its vector size", err)
-        self.assertNotIn("Traceback", err)
+        self.assertEqual((code, json.loads(out)["hits"]), (1, []))
+        self.assertEqual("rag.py: " + json.loads(out)["error"] + "\n", err)
+        self.assertRegex(err, r"^rag.py: all-minilm made a question vector of 8 numbers, the cached chunk vectors "
+                              r"have 16: try again; if the model was replaced, delete \S+\.json\n$")
+        self.fake.dims = 16
+        self.embed_inputs()
+        self.assertEqual(self.search("annual leave")[0], 0)
+        self.assertEqual(self.embed_inputs(), [["annual leave"]])  # the chunks' vectors were kept
 
     def test_vectors_of_two_sizes_in_one_run_are_an_error(self):
         self.fake.shrink = "Leave"
@@ -793,6 +812,37 @@ class EmbedTest(TempFolder):
         self.assertEqual(err.count("\n"), 1)
         self.assertIn("searching by words only", err)
         self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+
+    def test_hybrid_falls_back_to_words_when_a_question_cannot_be_embedded(self):
+        self.search(mode="hybrid")          # chunks cached
+        self.fake.fail_after = 0            # then the server fails every /api/embed
+        code, out, err = run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache,
+                                   "--mode", "hybrid", "--embed-model", "all-minilm", "--search", "--json"],
+                                  stdin="per diem Japan\nannual leave\n")
+        self.assertEqual(code, 0)
+        self.assertRegex(err, r"^rag.py: warning: searching by words only from now on: the question could "
+                              r"not be embedded \(Ollama failed with HTTP 500: .+\)\n$")
+        self.assertEqual([json.loads(line)["hits"][0]["heading"] for line in out.splitlines()],
+                         ["Travel > Per diem", "Leave"])
+        self.assertEqual(len(self.embed_inputs()), 2 + 1)  # the first run's two requests, then one try only
+
+    def test_piped_searches_go_on_after_a_question_fails(self):
+        self.search()                       # chunks cached
+        self.fake.shrink = "leave"          # this question's vector comes back one number short
+        code, out, err = run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache,
+                                   "--mode", "embedding", "--embed-model", "all-minilm", "--search", "--json"],
+                                  stdin="per diem Japan\nannual leave\ntravel desk\n")
+        self.assertEqual(code, 1)
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([(line["question"], bool(line["hits"]), "error" in line) for line in lines],
+                         [("per diem Japan", True, False), ("annual leave", False, True), ("travel desk", True, False)])
+        self.assertEqual(err.count("\n"), 1)
+
+    def test_a_cut_off_reply_is_one_line(self):
+        self.fake.embed_mode = "cut"
+        code, out, err = self.search()
+        self.assertEqual(code, 1)
+        self.assertRegex(err, r"^rag.py: the connection to Ollama broke mid-reply \(IncompleteRead\)\. Try again\.\n$")
 
     def test_progress_is_shown_on_a_terminal_only(self):
         chunks = [rag.Chunk("notes.txt", "", n, n, f"text number {n}") for n in range(9)]
@@ -1073,6 +1123,26 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("\n>>> per diem Japan", out)
         self.assertEqual(err.count("HTTP 500"), 2)
 
+    def test_a_server_that_is_not_ollama_is_one_clear_line_in_every_mode(self):
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        servers = [((404, {"error": {"code": 404, "message": "File Not Found"}}), "does not exist"),  # llama.cpp
+                   ((404, {"detail": "Not Found"}), "does not exist"),                                 # FastAPI
+                   ((502, "<html>\n<head><title>502 Bad Gateway</title></head>\n</html>\n", "text/html"),
+                    "answered HTTP 502 (<html> <head><title>502 Bad Gateway</title></head> </html>), not as Ollama does")]
+        for reply, message in servers:
+            fake.foreign = reply
+            for mode in ("answer", "embedding", "hybrid"):
+                with self.subTest(reply=reply, mode=mode):
+                    args = ["--host", fake.url, "--no-cache"] + ([] if mode == "answer" else ["--mode", mode, "--search"])
+                    code, out, err = run_main(args + ["per diem Japan"])
+                    if mode == "hybrid":  # falls back to words
+                        self.assertEqual((code, err.count("\n")), (0, 1), err)
+                        self.assertIn("searching by words only", err)
+                    else:
+                        self.assertEqual((code, err.count("\n")), (1, 1), err)
+                    self.assertIn(message, err)
+
     def test_passages_that_do_not_fit_the_context_budget_are_reported(self):
         fake = FakeOllama()
         code, out, err = self.ask(fake, "-k", "30", "--context", "1500")
@@ -1087,6 +1157,7 @@ class AnswerTest(unittest.TestCase):
             ("embedding-model", "cannot do this"),
             ("http500", "HTTP 500: llama runner process has terminated"),
             ("malformed", "not JSON"),
+            ("not-an-object", "not JSON: 'null"),
             ("midstream-error", "error while answering: an error was encountered"),
             ("cut", "ended before Ollama said it was done"),
         ]
