@@ -784,6 +784,8 @@ def ollama_url(value, name="OLLAMA_HOST"):
     address, _, path = rest.partition("/")
     import urllib.parse  # here, not at the top: see the note after the imports
     try:
+        if not re.fullmatch(r"[\w.\-]*(:\d*)?|\[[\w:.%]+\](:\d*)?", address):  # a name, IPv4 or [IPv6]
+            raise ValueError(address)
         parts = urllib.parse.urlsplit("//" + address)
         port = parts.port or (11434 if not has_scheme else {"http": 80, "https": 443}[scheme])
     except ValueError:

@@ -1003,7 +1003,7 @@ class OllamaHostTest(unittest.TestCase):
                 self.assertEqual(rag.ollama_url(value), expected)
 
     def test_other_schemes_and_bad_ports_are_usage_errors(self):
-        for value in ("ftp://h", "unix:///tmp/s", "h:notaport", "h:99999"):
+        for value in ("ftp://h", "unix:///tmp/s", "h:notaport", "h:99999", "foo bar", "http://a b:1", "h@x:1"):
             with self.subTest(value=value), self.assertRaises(rag.RagError) as caught:
                 rag.ollama_url(value)
             self.assertEqual(caught.exception.exit_code, 2)
