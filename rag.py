@@ -1715,6 +1715,9 @@ def prepare(index, question, args):
     """Return (hits, messages, options, warnings) for asking the model about a question."""
     hits = find_hits(index, question, args)
     found, hits = len(hits), fit_hits(hits, question, args.context - ANSWER_TOKENS)
+    if found and not hits:
+        raise RagError(f"the question (~{estimate_tokens(question)} tokens) leaves no room for a passage in the "
+                       f"{args.context}-token context budget: shorten it, or raise --context")
     warnings = [] if len(hits) == found else [
         f"only {len(hits)} of {found} passages fit the {args.context}-token context budget; "
         "a model with a larger context window can take more with --context"]

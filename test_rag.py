@@ -1123,6 +1123,13 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("\n>>> per diem Japan", out)
         self.assertEqual(err.count("HTTP 500"), 2)
 
+    def test_a_question_that_leaves_no_room_for_a_passage_is_not_sent(self):
+        fake = FakeOllama()
+        code, out, err = self.ask(fake, "--context", "700", "-k", "1")  # 700 - 512 for the answer < the rules
+        self.assertEqual((code, self.chat_requests(fake)), (1, []))
+        self.assertRegex(err, r"^rag.py: the question \(~\d+ tokens\) leaves no room for a passage in the "
+                              r"700-token context budget: shorten it, or raise --context\n$")
+
     def test_a_server_that_is_not_ollama_is_one_clear_line_in_every_mode(self):
         fake = FakeOllama()
         self.addCleanup(fake.close)
