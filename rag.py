@@ -355,20 +355,23 @@ SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
 
 
-def heading_of(paragraph, underline_levels):
+def heading_of(paragraph, underline_levels, numbered=True):
     """Return (level, title) when the paragraph is a heading, else None.
 
     Example: "1.2 Per diem" -> (2, "Per diem"); "## Travel" -> (2, "Travel"); "Title\\n=====" -> (1, "Title")
-    underline_levels maps underline characters to levels in order of first use (the reST rule).
+    underline_levels maps underline characters to levels in order of first use (the reST rule);
+    numbered=False: "1. Install" is a list item, not a heading.
     """
     text = paragraph.text
     match = ATX_HEADING.match(text)
     if match and "\n" not in text:
         return len(match.group(1)), match.group(2)
-    lines = text.split("\n")
+    lines = text.split("\n", 2)
     if len(lines) == 2 and UNDERLINE.match(lines[1]):
         char = lines[1].strip()[0]
         return underline_levels.setdefault(char, len(underline_levels) + 1), lines[0].strip()
+    if not numbered:
+        return None
     match = NUMBERED_HEADING.match(text)
     if match and not text.endswith((".", ",", ";", ":", "!", "?", "。")):
         return match.group(1).count(".") + 1, match.group(2).strip()
@@ -382,8 +385,10 @@ def sections(paragraphs):
     chunk alone only when nothing follows it in its document.
     """
     path, body, has_text, underline_levels = [], [], False, {}
+    # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
+    numbered = not any(ATX_HEADING.match(paragraph.text) for paragraph in paragraphs)
     for paragraph in paragraphs:
-        heading = heading_of(paragraph, underline_levels)
+        heading = heading_of(paragraph, underline_levels, numbered)
         if heading and has_text:
             yield " > ".join(title for _, title in path), body
             body, has_text = [], False

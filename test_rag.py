@@ -355,7 +355,8 @@ Intro text.
 
 Meals are covered.
 
-## Markdown sub
+1.2 Numbered sub
+
 More text.
 
 Setext Sub
@@ -372,7 +373,7 @@ class SplitTest(unittest.TestCase):
         self.assertEqual([(c.heading, c.text.splitlines()[-1]) for c in chunks], [
             ("Handbook", "Intro text."),
             ("Travel > Per diem", "Meals are covered."),
-            ("Travel > Markdown sub", "More text."),
+            ("Travel > Numbered sub", "More text."),
             ("Travel > Setext Sub", "Last text."),
         ])
 
@@ -387,13 +388,19 @@ class SplitTest(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(rag.heading_of(rag.Paragraph(1, 1, text), {}), expected)
 
+    def test_numbered_lines_are_list_items_where_headings_start_with_hash(self):
+        text = "# Guide\n\n## Setup\n\n1. Install Python\n\n2. Run the installer\n\nIt asks for a licence key.\n"
+        self.assertEqual({c.heading for c in chunks_of(text)}, {"Guide > Setup"})
+        plain = "Guide\n=====\n\n1. Setup\n\nInstall Python.\n\n2. Use\n\nRun it.\n"  # the handbook's style
+        self.assertEqual([c.heading for c in chunks_of(plain, budget=40, overlap=0)], ["Setup", "Use"])
+
     def test_code_block_comments_are_not_headings(self):
         chunks = chunks_of("# Setup\n\n```\n# not a heading\n\nrun it\n```\n")
         self.assertEqual({c.heading for c in chunks}, {"Setup"})
 
     def test_line_ranges_are_one_based_and_exact(self):
         chunks = chunks_of(HEADINGS, budget=60, overlap=0)
-        self.assertEqual([(c.first_line, c.last_line) for c in chunks], [(1, 4), (6, 10), (12, 13), (15, 18)])
+        self.assertEqual([(c.first_line, c.last_line) for c in chunks], [(1, 4), (6, 10), (12, 14), (16, 19)])
 
     def test_overlap_repeats_tail_of_previous_chunk(self):
         sentences = " ".join(f"Sentence number {i} ends here." for i in range(40))
