@@ -1648,6 +1648,9 @@ def read_questions(args, stdin):
     if args.question:
         yield " ".join(args.question)
     elif not stdin.isatty():
+        if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
+            utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
+            stdin.reconfigure(encoding="utf-16" if utf16 else "utf-8-sig", errors="replace")
         for line in stdin:
             if line.strip():
                 yield line.strip()
@@ -1793,7 +1796,7 @@ def print_prompt(server, model, messages, options, as_json):
     """Print the chat request that would be sent: as JSON, or readable with each message in full."""
     payload = {"model": model, "messages": messages, "stream": True, "options": options}
     if as_json:
-        print(json.dumps(payload, ensure_ascii=False))
+        print(json.dumps(payload))  # \u escapes: any console can show them
         return
     print(f"POST {server}/api/chat  model={model}  stream=true\noptions={json.dumps(options)}")
     for message in messages:
@@ -1888,8 +1891,6 @@ def main(argv=None):
     for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    if hasattr(sys.stdin, "reconfigure") and not sys.stdin.isatty():
-        sys.stdin.reconfigure(encoding="utf-8-sig", errors="replace")  # piped question files are UTF-8
     try:
         if args.eval and (args.question or args.search):
             raise RagError("--eval reads its questions from the file; drop the question and --search", 2)

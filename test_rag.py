@@ -1412,6 +1412,16 @@ class CommandLineTest(TempFolder):
         self.assertEqual([r["question"] for r in records], ["apple", "banana", "zzz"])
         self.assertEqual([len(r["hits"]) for r in records], [1, 1, 0])
 
+    def test_question_files_in_utf8_or_utf16_from_powershell(self):
+        for encoding in ("utf-8", "utf-8-sig", "utf-16", "utf-16-be"):
+            data = ("\ufeff" if encoding == "utf-16-be" else "") + "per diem Japan\r\n東京オフィス\r\n"
+            stdin = io.TextIOWrapper(io.BufferedReader(io.BytesIO(data.encode(encoding))), encoding="ascii")
+            out = io.StringIO()
+            with self.subTest(encoding=encoding), mock.patch("sys.stdin", stdin), contextlib.redirect_stdout(out):
+                self.assertEqual(rag.main(["--search", "--json", "-k", "1"]), 0)
+                self.assertEqual([json.loads(line)["question"] for line in out.getvalue().splitlines()],
+                                 ["per diem Japan", "東京オフィス"])
+
     def test_interactive_prompt_keeps_the_index_until_quit_or_eof(self):
         for typed in (["expense report deadline", "per diem Japan", "quit"], ["expense report deadline", EOFError]):
             with self.subTest(typed=typed):
