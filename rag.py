@@ -1888,6 +1888,9 @@ def build_index(paths):
 def main(argv=None):
     """Run the command line; return the exit code."""
     args = build_parser().parse_args(argv)
+    for name in ("stdout", "stderr"):  # started with one closed (`>&-`): write nowhere rather than crash
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))
     for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")

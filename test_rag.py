@@ -1475,6 +1475,18 @@ class CommandLineTest(TempFolder):
             rag.main(["--version"])
         self.assertIn(rag.VERSION, out.getvalue())
 
+    @unittest.skipIf(os.name != "posix", "closing a descriptor before the program starts is POSIX")
+    def test_a_closed_stdout_or_stderr_is_no_crash(self):
+        self.write("notes.txt", "The per diem is EUR 70.")
+        self.write("photo.jpg", b"\xff\xd8")  # skipped with a warning
+        command = [sys.executable, os.path.join(HERE, "rag.py"), "--docs", self.folder, "--search", "per diem"]
+        no_stdout = subprocess.run(command, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+        self.assertEqual((no_stdout.returncode, no_stdout.stderr),
+                         (0, b"rag.py: warning: skipped 1 files of other types (.jpg 1)\n"))
+        no_stderr = subprocess.run(command, stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
+        self.assertEqual(no_stderr.returncode, 0)
+        self.assertTrue(no_stderr.stdout.startswith(b"[1] "), no_stderr.stdout)  # no warning in the output
+
     def test_real_process_and_closed_pipe_end_quietly(self):
         process = subprocess.Popen([sys.executable, os.path.join(HERE, "rag.py"), "--search", "--json"],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
