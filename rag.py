@@ -151,9 +151,15 @@ class Hit:
 def load_documents(paths):
     """Return the documents under the given files and folders, in a stable order."""
     documents, other_types = [], Counter()
-    for path in paths:
+    reals = [os.path.join(os.path.realpath(path), "") for path in paths]  # "/" at the end: a folder's start
+    for number, path in enumerate(paths):
         if not os.path.exists(path):
-            raise RagError(f"--docs {path}: no such file or folder", 2)
+            reason = "a broken link" if os.path.islink(path) else "no such file or folder"
+            raise RagError(f"--docs {path}: {reason}", 2)
+        real = reals[number]
+        if real in reals[:number] or any(real.startswith(other) and real != other for other in reals):
+            warn(f"--docs {path} is already included; reading it once")  # named twice, or inside another
+            continue
         is_folder = os.path.isdir(path)
         if is_folder:  # walk_files gives path + separator + the rest: cut path off (relpath is slow)
             files = [(file, file[len(path):].lstrip(os.sep)) for file in walk_files(path)]
@@ -184,7 +190,7 @@ def walk_files(folder):
             f"skipped {e.filename}: {e.strerror}")):
         real = os.path.realpath(root)
         if real in seen:  # a symbolic link back up the tree would make this walk endless
-            warn(f"skipped {root}: a link loop")
+            warn(f"skipped {root}: a link loop, or a link to a folder read already")
             dirs[:] = []
             continue
         seen.add(real)
@@ -226,13 +232,15 @@ def read_text(path):
 
 
 def decode(data, path):
-    """Return text from bytes: UTF-8 (BOM or not), UTF-16 with a BOM, else Windows-1252; None if binary."""
+    """Return text from bytes: UTF-8 (BOM or not), UTF-16 or UTF-32 with a BOM, else Windows-1252; None if binary."""
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8", "replace")
+    if data.startswith((b"\xff\xfe\0\0", b"\0\0\xfe\xff")):
+        return data.decode("utf-32", "replace")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", "replace")
     if b"\0" in data:
-        warn(f"skipped {path}: binary (contains NUL bytes)")
+        warn(f"skipped {path}: binary (contains NUL bytes; if it is text, save it as UTF-8)")
         return None
     try:
         return data.decode("utf-8")

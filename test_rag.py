@@ -226,9 +226,10 @@ class LoadTest(TempFolder):
         self.write("b_bom.txt", b"\xef\xbb\xbfcaf\xc3\xa9 bom")
         self.write("c_utf16.txt", "café utf16".encode("utf-16"))
         self.write("d_cp1252.txt", b"caf\xe9 \x80 legacy")
+        self.write("e_utf32.txt", "café utf32".encode("utf-32"))  # its BOM starts like UTF-16's
         documents, warned = load_with_warnings(self.folder)
         texts = [d.paragraphs[0].text for d in documents]
-        self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy"])
+        self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy", "café utf32"])
         self.assertIn("d_cp1252.txt is not UTF-8", warned)
         self.assertEqual(warned.count("\n"), 1)  # only the legacy file is worth a warning
 
@@ -242,6 +243,15 @@ class LoadTest(TempFolder):
         self.assertEqual([d.source for d in documents], ["good.md"])
         self.assertIn("data.bin.txt: binary", warned)
         self.assertIn("skipped 1 files of other types (.png 1)", warned)
+
+    def test_a_file_or_folder_named_twice_is_read_once(self):
+        self.write("docs/a.txt", "apple")
+        folder, file = os.path.join(self.folder, "docs"), os.path.join(self.folder, "docs", "a.txt")
+        for paths in ([file, file], [file, folder], [folder, os.path.join(folder, ".", "")]):
+            with self.subTest(paths=paths):
+                documents, warned = load_with_warnings(*paths)
+                self.assertEqual([d.source for d in documents], ["a.txt"])
+                self.assertRegex(warned, r"^rag.py: warning: --docs \S+ is already included; reading it once\n$")
 
     def test_order_is_sorted_and_sources_relative_with_slashes(self):
         for name in ("b.txt", "a/z.txt", "a/b.txt", "C.txt"):
