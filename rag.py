@@ -500,7 +500,7 @@ WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK)
 CJK_RUN = re.compile(f"[{CJK}]+")
 IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Every ASCII character has an entry, letters and digits mapped to themselves: str.translate is then
-# 3.5 times faster than with entries for the separators only (measured: 0.16 -> 0.05 s on 8 MB).
+# 1.6 times faster than with entries for the separators only (measured on SciFact's 6 MB of ASCII text).
 ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, range(128))})
 
 
