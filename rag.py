@@ -71,7 +71,7 @@ EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
 FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words; --explain ranks as deep
-MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the most recently asked
+MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones embedded last
 SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
 
@@ -1003,7 +1003,7 @@ class EmbeddingCache:
     """The vectors of one embedding model (with its prefixes) for one set of documents, in a JSON file.
 
     Only the chunks of the current documents are written back, so removed chunks stop taking space;
-    question vectors are kept for the last MAX_CACHED_QUESTIONS questions asked."""
+    question vectors are kept for the last MAX_CACHED_QUESTIONS questions embedded."""
 
     def __init__(self, path, model):
         self.path, self.model, self.prefixes = path, model, list(embed_prefixes(model))
@@ -1548,7 +1548,7 @@ def evaluate_answers(index, cases, args):
             citations, warnings = check_citations(text, len(hits))
         refused = normalized(text) == normalized(REFUSAL)
         counts["invalid_citations"] += any("cites [" in warning for warning in warnings)
-        counts["no_citation"] += not refused and not citations
+        counts["no_citation"] += not refused and not CITATION.search(text)  # [9] alone is invalid, not none
         counts["unanswerable_answered"] += expected == "-" and not refused
         counts["answerable_refused"] += expected != "-" and refused
     return counts

@@ -1473,7 +1473,7 @@ class EvalTest(TempFolder):
         """Of EVAL_FILE's 5 questions the model is asked 4: the 3 answerable ones and the parking one
         (unanswerable). The zebra question is refused without asking, so it counts nowhere."""
         path = self.write("q.tsv", EVAL_FILE)
-        table = [("Within 30 days [1]. See also [9].", {"invalid_citations": 4, "no_citation": 0,
+        table = [("Within 30 days [9].", {"invalid_citations": 4, "no_citation": 0,
                                                         "unanswerable_answered": 1, "answerable_refused": 0}),
                  (rag.REFUSAL, {"invalid_citations": 0, "no_citation": 0,
                                 "unanswerable_answered": 0, "answerable_refused": 3})]
