@@ -607,6 +607,36 @@ class ScoreTest(unittest.TestCase):
         self.assertIn("30,000円", japanese.text)
 
 
+# ----------------------------------------------------------------------------------------- Ollama
+
+class OllamaHostTest(unittest.TestCase):
+
+    def test_ollama_host_is_read_as_the_ollama_cli_reads_it(self):
+        table = [
+            (None, "http://127.0.0.1:11434"), ("", "http://127.0.0.1:11434"),
+            ("example.com", "http://example.com:11434"), (":1234", "http://127.0.0.1:1234"),
+            ("0.0.0.0", "http://127.0.0.1:11434"), ("0.0.0.0:8080", "http://127.0.0.1:8080"),
+            ("http://h", "http://h:80"), ("https://h", "https://h:443"), ("HTTP://h:99", "http://h:99"),
+            ('  "http://h:1/"  ', "http://h:1"), ("[::1]", "http://[::1]:11434"), ("[::]:5", "http://[::1]:5"),
+            ("https://host/ollama/", "https://host:443/ollama"), ("'localhost:3000'", "http://localhost:3000"),
+        ]
+        for value, expected in table:
+            with self.subTest(value=value):
+                self.assertEqual(rag.ollama_url(value), expected)
+
+    def test_other_schemes_and_bad_ports_are_usage_errors(self):
+        for value in ("ftp://h", "unix:///tmp/s", "h:notaport", "h:99999", "foo bar", "http://a b:1", "h@x:1"):
+            with self.subTest(value=value), self.assertRaises(rag.RagError) as caught:
+                rag.ollama_url(value)
+            self.assertEqual(caught.exception.exit_code, 2)
+
+    def test_loopback_detection(self):
+        for url, expected in [("http://127.0.0.1:1", True), ("http://localhost:1", True), ("http://[::1]:1", True),
+                              ("http://127.5.5.5:1", True), ("http://example.com:1", False), ("http://10.0.0.1", False)]:
+            with self.subTest(url=url):
+                self.assertEqual(rag.is_loopback(url), expected)
+
+
 # ----------------------------------------------------------------------------------------- Embed
 
 class EmbedTest(TempFolder):
@@ -1103,34 +1133,6 @@ class PromptTest(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------------------------- Generate
-
-class OllamaHostTest(unittest.TestCase):
-
-    def test_ollama_host_is_read_as_the_ollama_cli_reads_it(self):
-        table = [
-            (None, "http://127.0.0.1:11434"), ("", "http://127.0.0.1:11434"),
-            ("example.com", "http://example.com:11434"), (":1234", "http://127.0.0.1:1234"),
-            ("0.0.0.0", "http://127.0.0.1:11434"), ("0.0.0.0:8080", "http://127.0.0.1:8080"),
-            ("http://h", "http://h:80"), ("https://h", "https://h:443"), ("HTTP://h:99", "http://h:99"),
-            ('  "http://h:1/"  ', "http://h:1"), ("[::1]", "http://[::1]:11434"), ("[::]:5", "http://[::1]:5"),
-            ("https://host/ollama/", "https://host:443/ollama"), ("'localhost:3000'", "http://localhost:3000"),
-        ]
-        for value, expected in table:
-            with self.subTest(value=value):
-                self.assertEqual(rag.ollama_url(value), expected)
-
-    def test_other_schemes_and_bad_ports_are_usage_errors(self):
-        for value in ("ftp://h", "unix:///tmp/s", "h:notaport", "h:99999", "foo bar", "http://a b:1", "h@x:1"):
-            with self.subTest(value=value), self.assertRaises(rag.RagError) as caught:
-                rag.ollama_url(value)
-            self.assertEqual(caught.exception.exit_code, 2)
-
-    def test_loopback_detection(self):
-        for url, expected in [("http://127.0.0.1:1", True), ("http://localhost:1", True), ("http://[::1]:1", True),
-                              ("http://127.5.5.5:1", True), ("http://example.com:1", False), ("http://10.0.0.1", False)]:
-            with self.subTest(url=url):
-                self.assertEqual(rag.is_loopback(url), expected)
-
 
 class CitationTest(unittest.TestCase):
 
