@@ -951,9 +951,10 @@ def unit_vector(values):
     return array("f", [x / length for x in values])
 
 
-def embed_batch(server, model, texts, labels, timeout):
+def embed_batch(server, model, texts, labels, timeout, shortened=False):
     """Return unit vectors for a few texts from /api/embed. A text longer than the model takes is
-    shortened with a warning; a server older than /api/embed is asked through /api/embeddings."""
+    shortened until it fits, with one warning; a server older than /api/embed is asked through
+    /api/embeddings."""
     payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
     try:
         vectors = [unit_vector(vector) for vector in ask_json(server + "/api/embed", payload, timeout)["embeddings"]]
@@ -965,12 +966,13 @@ def embed_batch(server, model, texts, labels, timeout):
         if len(texts) > 1:  # find the text that is too long: ask for each one alone
             return [v for i in range(len(texts)) for v in embed_batch(server, model, texts[i:i + 1], labels[i:i + 1], timeout)]
         shorter = texts[0][:len(texts[0]) * 3 // 4].rsplit(" ", 1)[0]
-        warn(f"{labels[0]} is too long for {model}; embedding its first {len(shorter)} characters only")
-        return embed_batch(server, model, [shorter], labels, timeout)
+        return embed_batch(server, model, [shorter], labels, timeout, shortened=True)
     except (ValueError, KeyError, TypeError):
         raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
     if len(vectors) != len(texts):
         raise RagError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts; try again")
+    if shortened:  # said once, when it fits
+        warn(f"{labels[0]} is too long for {model}; embedding its first {len(texts[0])} characters only")
     return vectors
 
 

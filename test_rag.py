@@ -856,10 +856,14 @@ class EmbedTest(TempFolder):
         self.assertLessEqual(score, 1.0 + 1e-6)  # a cosine, although the server's vectors were 3.7 long
 
     def test_too_long_chunk_is_shortened_with_a_warning(self):
-        self.fake.too_long = 45
+        self.fake.too_long = 30  # every chunk is longer; some need two cuts by a quarter to fit
         code, out, err = self.search()
         self.assertEqual(code, 0)
-        self.assertIn("travel.md:1-3 is too long for all-minilm; embedding its first", err)
+        warned = re.findall(r"^rag.py: warning: (\S+) is too long for all-minilm; embedding its first (\d+) "
+                            r"characters only$", err, re.M)
+        self.assertEqual(sorted(label for label, _ in warned), ["leave.md:1-3", "travel.md:1-3", "travel.md:5-7"])
+        self.assertTrue(all(int(length) <= 30 for _, length in warned))  # the length that fitted, said once
+        self.assertEqual(err.count("\n"), 3)
 
     def test_missing_and_chat_only_embedding_models(self):
         for mode, message in [("missing", "`ollama pull all-minilm`"), ("chat-only", "makes no embeddings")]:
