@@ -433,8 +433,8 @@ def make_chunk(source, heading, pieces):
 
 
 def tail(pieces, size):
-    """Return the end of the pieces' text as [one piece]: at most size characters and at most half of
-    the text, starting at a word; [] when there is none. It knows the line it starts on.
+    """Return the end of the pieces' text as pieces: at most size characters and at most half of the
+    text, starting at a word; [] when there is none. The first is cut, so it knows the line it starts on.
 
     Example: the text "one two three" on line 4 -> [Paragraph(4, 4, "three")] for size 8
     """
@@ -447,11 +447,12 @@ def tail(pieces, size):
     if not end:
         return []
     start = len(text) - len(end)  # where the end starts; the pieces sit 2 characters apart
-    for piece in pieces:
-        if start < len(piece.text):
+    for number, piece in enumerate(pieces):
+        if start < len(piece.text):  # the end starts in this piece: cut it, keep the later ones whole
             first_line = piece.first_line + piece.text.count("\n", 0, start)
-            return [Paragraph(first_line, pieces[-1].last_line, end)]
+            return [Paragraph(first_line, piece.last_line, piece.text[start:])] + pieces[number + 1:]
         start -= len(piece.text) + 2
+    return []
 
 
 def windows(paragraph, size):
@@ -797,7 +798,7 @@ def ollama_url(value, name="OLLAMA_HOST"):
     address, _, path = rest.partition("/")
     import urllib.parse  # here, not at the top: see the note after the imports
     try:
-        if not re.fullmatch(r"[\w.\-]*(:\d*)?|\[[\w:.%]+\](:\d*)?", address):  # a name, IPv4 or [IPv6]
+        if not re.fullmatch(r"[\w.\-]*(:\d*)?|\[[\w:.%\-]+\](:\d*)?", address):  # a name, IPv4 or [IPv6]
             raise ValueError(address)
         parts = urllib.parse.urlsplit("//" + address)
         port = parts.port or (11434 if not has_scheme else {"http": 80, "https": 443}[scheme])
@@ -1035,15 +1036,17 @@ class EmbeddingCache:
             self.dimension, self.chunks, self.questions, self.changed = None, {}, {}, True
 
     def add(self, table, keys, vectors):
-        """Store new vectors in table ("chunks" or "questions"). Vectors of another size than the
-        cached ones mean the model changed under its name: the old ones are dropped, never mixed."""
+        """Store new vectors in table ("chunks" or "questions"). Chunk vectors of another size than the
+        cached ones mean the model changed under its name: the old ones are dropped, never mixed. A
+        question vector of another size is an error: one odd reply must not cost every chunk's vector."""
         sizes = sorted(set(map(len, vectors)))
         if len(sizes) > 1:
             raise RagError(f"{self.model} returned vectors of {sizes[0]} and {sizes[-1]} numbers together; "
                            "the server is misbehaving, try again")
-        if self.dimension not in (None, len(vectors[0])) and table == "questions":  # not worth every chunk
+        if self.dimension not in (None, len(vectors[0])) and table == "questions":
             raise RagError(f"{self.model} made a question vector of {len(vectors[0])} numbers, the cached chunk "
-                           f"vectors have {self.dimension}: try again; if the model was replaced, delete {self.path}")
+                           f"vectors have {self.dimension}: try again"
+                           + (f"; if the model was replaced, delete {self.path}" if self.path else ""))
         if self.dimension not in (None, len(vectors[0])):
             warn(f"{self.model} now makes vectors of {len(vectors[0])} numbers, not {self.dimension}: "
                  "dropping the cached ones")
@@ -1519,7 +1522,7 @@ def evaluate(index, cases, args):
               "not_asked": {"unanswerable": 0, "answerable": 0}}
     reciprocal_ranks = []
     for line, question, expected in cases:
-        hits = find_hits(index, question, args)
+        hits = retrieve(index, question, args.k, args.mode)  # no fallback: a report is of one mode
         if not_asking_reason(index, question, args.mode):
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
@@ -1734,8 +1737,9 @@ def prepare(index, question, args):
     hits = find_hits(index, question, args)
     found, hits = len(hits), fit_hits(hits, question, args.context - ANSWER_TOKENS)
     if found and not hits:
-        raise RagError(f"the question (~{estimate_tokens(question)} tokens) leaves no room for a passage in the "
-                       f"{args.context}-token context budget: shorten it, or raise --context")
+        raise RagError(f"no passage fits the {args.context}-token context budget beside the rules, the question "
+                       f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
+                       "or shorten the question")
     warnings = [] if len(hits) == found else [
         f"only {len(hits)} of {found} passages fit the {args.context}-token context budget; "
         "a model with a larger context window can take more with --context"]
@@ -1897,10 +1901,10 @@ def build_index(paths):
 
 def main(argv=None):
     """Run the command line; return the exit code."""
-    args = build_parser().parse_args(argv)
     for name in ("stdout", "stderr"):  # started with one closed (`>&-`): write nowhere rather than crash
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w"))
+    args = build_parser().parse_args(argv)
     for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")

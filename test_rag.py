@@ -444,7 +444,7 @@ class SplitTest(unittest.TestCase):
         for trial in range(25):
             paragraphs = []
             for _ in range(rng.randint(1, 12)):
-                words = [rng.choice(vocabulary) for _ in range(rng.randint(1, 150))]
+                words = [rng.choice(vocabulary) for _ in range(rng.choice([rng.randint(1, 4), rng.randint(1, 150)]))]
                 lines = [" ".join(words[i:i + 9]) + rng.choice([".", "", "!"]) for i in range(0, len(words), 9)]
                 paragraphs.append("\n".join(lines))
             text = "".join(p + rng.choice(["\n\n", "\n\n\n", "\n \n\n\n"]) for p in paragraphs)
@@ -464,6 +464,16 @@ class SplitTest(unittest.TestCase):
                     for line in c.text.split("\n"):                          # and every line in between
                         window = lines[c.first_line - 1:c.last_line]
                         self.assertTrue(not line or any(line in w for w in window), (line, c))
+
+    def test_a_tail_that_starts_in_the_previous_tail_knows_its_line(self):
+        """Short items three lines apart, then a short note and a long paragraph: a chunk of little new
+        text, whose own tail starts inside the tail it began with."""
+        items = "\n\n\n".join("Item %02d pack." % i for i in range(12))
+        text = items + "\n\n\nShort note.\n\n\n" + " ".join(["Long words here."] * 12) + "\n"
+        lines = text.split("\n")
+        for c in chunks_of(text, budget=100, overlap=40):
+            self.assertIn(c.text.split("\n")[0], lines[c.first_line - 1], c)
+            self.assertIn(c.text.split("\n")[-1], lines[c.last_line - 1], c)
 
     def test_a_japanese_sentence_end_at_the_budget_stays_within_it(self):
         for length in (96, 97, 98, 99):
@@ -619,6 +629,7 @@ class OllamaHostTest(unittest.TestCase):
             ("http://h", "http://h:80"), ("https://h", "https://h:443"), ("HTTP://h:99", "http://h:99"),
             ('  "http://h:1/"  ', "http://h:1"), ("[::1]", "http://[::1]:11434"), ("[::]:5", "http://[::1]:5"),
             ("https://host/ollama/", "https://host:443/ollama"), ("'localhost:3000'", "http://localhost:3000"),
+            ("[fe80::1%br-0]:5", "http://[fe80::1%br-0]:5"), ("bücher.example:8", "http://bücher.example:8"),
         ]
         for value, expected in table:
             with self.subTest(value=value):
@@ -894,6 +905,15 @@ class EmbedTest(TempFolder):
         self.assertEqual([json.loads(line)["hits"][0]["heading"] for line in out.splitlines()],
                          ["Travel > Per diem", "Leave"])
         self.assertEqual(len(self.embed_inputs()), 2 + 1)  # the first run's two requests, then one try only
+
+    def test_an_eval_reports_one_mode_and_does_not_fall_back_to_words(self):
+        self.search(mode="hybrid")          # chunks cached
+        self.fake.fail_after = 0            # then the server fails every /api/embed
+        cases = self.write("cases.tsv", "How long is annual leave?\tleave.md\n")  # a question not cached
+        code, out, err = run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache,
+                                   "--mode", "hybrid", "--embed-model", "all-minilm", "--eval", cases, "--json"])
+        self.assertEqual((code, out), (1, ""))
+        self.assertRegex(err, r"^rag.py: Ollama failed with HTTP 500: .+\n$")
 
     def test_piped_searches_go_on_after_a_question_fails(self):
         self.search()                       # chunks cached
@@ -1265,8 +1285,9 @@ class AnswerTest(unittest.TestCase):
         fake = FakeOllama()
         code, out, err = self.ask(fake, "--context", "700", "-k", "1")  # 700 - 512 for the answer < the rules
         self.assertEqual((code, self.chat_requests(fake)), (1, []))
-        self.assertRegex(err, r"^rag.py: the question \(~\d+ tokens\) leaves no room for a passage in the "
-                              r"700-token context budget: shorten it, or raise --context\n$")
+        self.assertRegex(err, r"^rag.py: no passage fits the 700-token context budget beside the rules, the "
+                              r"question \(~\d+ tokens\) and 512 for the answer: raise --context, or shorten the "
+                              r"question\n$")
 
     def test_a_server_that_is_not_ollama_is_one_clear_line_in_every_mode(self):
         fake = FakeOllama()
