@@ -24,6 +24,7 @@ import math
 import operator
 import os
 import re
+import stat
 import sys
 import textwrap
 import time
@@ -150,16 +151,13 @@ class Hit:
 
 def load_documents(paths):
     """Return the documents under the given files and folders, in a stable order."""
-    documents, other_types = [], Counter()
-    reals = [os.path.join(os.path.realpath(path), "") for path in paths]  # "/" at the end: a folder's start
-    for number, path in enumerate(paths):
+    documents, other_types, read, named = [], Counter(), set(), {}
+    for path in paths:
+        named.setdefault(os.path.realpath(path), path)  # each file or folder once, however it is written
+    for path in named.values():
         if not os.path.exists(path):
             reason = "a broken link" if os.path.islink(path) else "no such file or folder"
             raise RagError(f"--docs {path}: {reason}", 2)
-        real = reals[number]
-        if real in reals[:number] or any(real.startswith(other) and real != other for other in reals):
-            warn(f"--docs {path} is already included; reading it once")  # named twice, or inside another
-            continue
         is_folder = os.path.isdir(path)
         if is_folder:  # walk_files gives path + separator + the rest: cut path off (relpath is slow)
             files = [(file, file[len(path):].lstrip(os.sep)) for file in walk_files(path)]
@@ -170,6 +168,17 @@ def load_documents(paths):
             if kind is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
                 continue
+            try:
+                info = os.stat(file)
+            except OSError:
+                info = None  # a broken link, say: read_text tells the user which
+            if info and is_folder and not stat.S_ISREG(info.st_mode):  # a named pipe would be waited on forever
+                warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
+                continue
+            if info and info.st_ino:  # a file reached twice (named twice, or through a link) is read once
+                if (info.st_dev, info.st_ino) in read:
+                    continue
+                read.add((info.st_dev, info.st_ino))
             text = read_text(file)
             if text is not None:
                 paragraphs = html_paragraphs(text, file) if kind == "html" else text_paragraphs(text)
@@ -184,7 +193,7 @@ def load_documents(paths):
 
 
 def walk_files(folder):
-    """Yield the regular files below folder in sorted order; hidden names and link loops are left out."""
+    """Yield the files below folder in sorted order; hidden names and link loops are left out."""
     seen = set()
     for root, dirs, files in os.walk(folder, followlinks=True, onerror=lambda e: warn(
             f"skipped {e.filename}: {e.strerror}")):
@@ -196,13 +205,8 @@ def walk_files(folder):
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            path = os.path.join(root, name)
-            if name.startswith("."):
-                continue
-            if os.path.isfile(path) or os.path.islink(path):  # a broken link is reported when read
-                yield path
-            else:  # reading a named pipe would wait forever
-                warn(f"skipped {path}: not a regular file (a pipe, socket or device)")
+            if not name.startswith("."):
+                yield os.path.join(root, name)
 
 
 def file_kind(path, named):

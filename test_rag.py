@@ -245,14 +245,23 @@ class LoadTest(TempFolder):
         self.assertIn("data.bin.txt: binary", warned)
         self.assertIn("skipped 1 files of other types (.png 1)", warned)
 
-    def test_a_file_or_folder_named_twice_is_read_once(self):
+    def test_a_file_reached_twice_is_read_once(self):
         self.write("docs/a.txt", "apple")
+        self.write("docs/run.log", "drain the nodes")  # not read in a folder, but named it is
         folder, file = os.path.join(self.folder, "docs"), os.path.join(self.folder, "docs", "a.txt")
-        for paths in ([file, file], [file, folder], [folder, os.path.join(folder, ".", "")]):
+        for paths, sources in [([file, file], ["a.txt"]), ([file, folder], ["a.txt"]),
+                               ([folder, os.path.join(folder, ".", "")], ["a.txt"]),
+                               ([folder, os.path.join(folder, "run.log")], ["a.txt", "run.log"])]:
             with self.subTest(paths=paths):
                 documents, warned = load_with_warnings(*paths)
-                self.assertEqual([d.source for d in documents], ["a.txt"])
-                self.assertRegex(warned, r"^rag.py: warning: --docs \S+ is already included; reading it once\n$")
+                self.assertEqual([d.source for d in documents], sources)
+                self.assertEqual(warned, "rag.py: warning: skipped 1 files of other types (.log 1)\n"
+                                 if folder in paths else "")
+        try:
+            os.symlink(file, os.path.join(folder, "b.txt"))
+        except (OSError, NotImplementedError):
+            self.skipTest("cannot create symbolic links here")
+        self.assertEqual([d.source for d in load_with_warnings(folder)[0]], ["a.txt"])  # b.txt is a.txt
 
     def test_order_is_sorted_and_sources_relative_with_slashes(self):
         for name in ("b.txt", "a/z.txt", "a/b.txt", "C.txt"):
@@ -279,14 +288,23 @@ class LoadTest(TempFolder):
         self.write("a.txt", "text")
         pipe = os.path.join(self.folder, "pipe.md")
         os.mkfifo(pipe)
-        # Should loading wait on the pipe, a writer comes after 5 s, so the test fails instead of hanging.
-        writer = threading.Timer(5, lambda: os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)))
+        os.symlink(pipe, os.path.join(self.folder, "link.txt"))
+
+        def unblock():  # should loading wait on the pipe, a writer comes (twice: for the link too)
+            for _ in range(2):
+                try:
+                    os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+                time.sleep(0.2)
+        writer = threading.Timer(5, unblock)  # so the test fails instead of hanging
         writer.start()
         try:
             documents, warned = load_with_warnings(self.folder)
         finally:
             writer.cancel()
         self.assertEqual([d.source for d in documents], ["a.txt"])
+        self.assertIn("link.txt: not a regular file", warned)
         self.assertIn("pipe.md: not a regular file", warned)
 
     def test_unreadable_file_is_skipped_and_the_rest_still_loads(self):
