@@ -1864,13 +1864,13 @@ def run_questions(index, args):
     """Search or answer each question in turn; return how many could not be answered."""
     failures, interactive = 0, not args.question and sys.stdin.isatty()
     for number, question in enumerate(read_questions(args, sys.stdin)):
-        if args.explain:
-            explain(index, question, args)
-            if args.search or args.show_prompt:
-                continue
-        if not (args.search or args.json or args.question or interactive):  # from a file: say which one
+        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
             print(("\n" if number else "") + f">>> {question}")
         try:
+            if args.explain:
+                explain(index, question, args)
+                if args.search or args.show_prompt:
+                    continue
             if args.search:
                 print_hits(question, find_hits(index, question, args), args.json)
             else:

@@ -1549,6 +1549,16 @@ class ExplainTest(unittest.TestCase):
         self.assertEqual([line for line in out.splitlines() if len(line) > 100], [])
         self.assertIn("Expense reports are due within 30 days [1].", out)
 
+    def test_piped_explanations_go_on_after_a_question_fails(self):
+        long_question = "What is the per diem in Japan? " * 200  # no passage fits beside it
+        code, out, err = run_main(["--explain", "--show-prompt", "--context", "1500"],
+                                  stdin=long_question + "\nper diem Japan\n")
+        self.assertEqual(code, 1)
+        self.assertRegex(err, r"^rag.py: no passage fits the 1500-token context budget .+\n$")
+        self.assertEqual(out.count("== Question"), 2)
+        self.assertIn("  per diem Japan\n", out)
+        self.assertEqual(out.count("POST "), 1)  # the second question's prompt is shown
+
     def test_explain_with_search_stops_after_the_ranking_and_shows_cjk_tokens(self):
         code, out, err = run_main(["--explain", "--search", "東京オフィスの勤務時間"])
         self.assertEqual(code, 0)
