@@ -267,7 +267,7 @@ def text_paragraphs(text):
     """Return the paragraphs of plain text: runs of lines between blank lines.
 
     A Markdown "# heading" line is always a paragraph of its own, and so is a setext or
-    reStructuredText heading (a line underlined with === or ---).
+    reStructuredText heading (a line underlined with === or ---); a fenced code block is one paragraph.
     Example: "# A\\nb\\n\\nc" -> [(1, 1, "# A"), (2, 2, "b"), (4, 4, "c")]
     """
     paragraphs, lines, first, in_code = [], [], 0, False
@@ -283,7 +283,10 @@ def text_paragraphs(text):
         in_code ^= fence
         code = in_code or fence  # "# comment" lines in a code block are not headings
         if not line.strip():
-            close()
+            if in_code:  # a code block is one paragraph: its "# comment" after a blank line is no heading
+                lines.append("")
+            else:
+                close()
             continue
         if not code and ATX_HEADING.match(line):
             close()
@@ -398,7 +401,7 @@ def sections(paragraphs):
     """
     path, body, has_text, underline_levels = [], [], False, {}
     # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
-    numbered = not any(ATX_HEADING.match(paragraph.text) for paragraph in paragraphs)
+    numbered = not any(ATX_HEADING.match(p.text) and "\n" not in p.text for p in paragraphs)
     for paragraph in paragraphs:
         heading = heading_of(paragraph, underline_levels, numbered)
         if heading and has_text:

@@ -432,8 +432,10 @@ class SplitTest(unittest.TestCase):
         self.assertEqual([c.heading for c in chunks_of(plain, budget=40, overlap=0)], ["Setup", "Use"])
 
     def test_code_block_comments_are_not_headings(self):
-        chunks = chunks_of("# Setup\n\n```\n# not a heading\n\nrun it\n```\n")
+        chunks = chunks_of("# Setup\n\n```\n# not a heading\n\nrun it\n\n# nor this\n\nls\n```\n")
         self.assertEqual({c.heading for c in chunks}, {"Setup"})
+        numbered = chunks_of("1. Setup\n\n```\nrun it\n\n# as root\n\n```\n\n2. Use\n\nRun it.\n", overlap=0)
+        self.assertEqual([(c.heading, c.first_line, c.last_line) for c in numbered], [("Setup", 1, 8), ("Use", 10, 12)])
 
     def test_line_ranges_are_one_based_and_exact(self):
         chunks = chunks_of(HEADINGS, budget=60, overlap=0)
