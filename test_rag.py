@@ -496,11 +496,10 @@ class SplitTest(unittest.TestCase):
             self.assertIn(c.text.split("\n")[-1], lines[c.last_line - 1], c)
 
     def test_a_japanese_sentence_end_at_the_budget_stays_within_it(self):
-        for length in (96, 97, 98, 99):
-            chunks = chunks_of(("あ" * length + "。") * 3, budget=100, overlap=0)
+        for length in (76, 77, 78, 79):  # room for new text: 100 - 20 of overlap - 2 = 78
+            chunks = chunks_of(("あ" * length + "。") * 3, budget=100, overlap=20)
             with self.subTest(length=length):
                 self.assertTrue(all(len(c.text) <= 100 for c in chunks), [len(c.text) for c in chunks])
-                self.assertEqual("".join(c.text for c in chunks), ("あ" * length + "。") * 3)
 
     def test_chunks_never_span_two_files(self):
         documents = [rag.Document("a.txt", rag.text_paragraphs("apple " * 10)),
