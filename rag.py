@@ -153,8 +153,11 @@ def load_documents(paths):
     """Return the documents under the given files and folders, in a stable order."""
     documents, other_types, read, named = [], Counter(), set(), {}
     for path in paths:
-        named.setdefault(os.path.realpath(path), path)  # each file or folder once, however it is written
-    for path in named.values():
+        named.setdefault(os.path.join(os.path.realpath(path), ""), path)  # each once, however it is written
+    # A folder goes before the files and folders in it that are named too: a file found by both is then
+    # named from the outer folder, whatever the order on the command line.
+    depth = {real: sum(real.startswith(other) for other in named) for real in named}
+    for _, path in sorted(named.items(), key=lambda item: depth[item[0]]):
         if not os.path.exists(path):
             reason = "a broken link" if os.path.islink(path) else "no such file or folder"
             raise RagError(f"--docs {path}: {reason}", 2)
@@ -259,6 +262,7 @@ def one_line_end(text):
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+FENCE = re.compile(r"\s*(`{3,}|~{3,})(.*)")  # a code fence, maybe with a language: ```python
 ATX_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(\S.*?)[\s#]*$")              # "## Per diem"
 UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "=====" under a title
 
@@ -270,7 +274,7 @@ def text_paragraphs(text):
     reStructuredText heading (a line underlined with === or ---); a fenced code block is one paragraph.
     Example: "# A\\nb\\n\\nc" -> [(1, 1, "# A"), (2, 2, "b"), (4, 4, "c")]
     """
-    paragraphs, lines, first, in_code = [], [], 0, False
+    paragraphs, lines, first, opened = [], [], 0, ""  # opened: the fence of the code block we are in
 
     def close():
         if lines:
@@ -279,11 +283,17 @@ def text_paragraphs(text):
 
     for number, line in enumerate(one_line_end(text).split("\n"), 1):
         line = line.rstrip()
-        fence = line.lstrip().startswith(("```", "~~~"))
-        in_code ^= fence
-        code = in_code or fence  # "# comment" lines in a code block are not headings
+        fence = FENCE.match(line)
+        if opened:  # only the same kind of fence, as long or longer and alone on its line, ends the block
+            code = True
+            if fence and fence.group(1)[0] == opened[0] and len(fence.group(1)) >= len(opened) \
+                    and not fence.group(2).strip():
+                opened = ""
+        else:  # "```make``` builds it" starts with inline code, not a block
+            code = bool(fence) and not (fence.group(1)[0] == "`" and "`" in fence.group(2))
+            opened = fence.group(1) if code else ""
         if not line.strip():
-            if in_code:  # a code block is one paragraph: its "# comment" after a blank line is no heading
+            if opened:  # a code block is one paragraph: its "# comment" after a blank line is no heading
                 lines.append("")
             else:
                 close()
@@ -1918,6 +1928,8 @@ def main(argv=None):
     try:
         if args.eval and (args.question or args.search):
             raise RagError("--eval reads its questions from the file; drop the question and --search", 2)
+        if args.explain and args.json:
+            raise RagError("--explain prints text for people; drop --json", 2)
         if args.mode != "lexical" or not (args.search or args.eval and not args.answer):
             args.server = (ollama_url(args.host, "--host") if args.host is not None
                            else ollama_url(os.environ.get("OLLAMA_HOST")))

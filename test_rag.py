@@ -257,11 +257,15 @@ class LoadTest(TempFolder):
                 self.assertEqual([d.source for d in documents], sources)
                 self.assertEqual(warned, "rag.py: warning: skipped 1 files of other types (.log 1)\n"
                                  if folder in paths else "")
+        self.write("docs/sub/a.txt", "pear")
+        for paths in ([os.path.join(folder, "sub"), folder], [folder, os.path.join(folder, "sub")]):
+            with self.subTest(paths=paths):  # the outer folder names them, in either order
+                self.assertEqual([d.source for d in load_with_warnings(*paths)[0]], ["a.txt", "sub/a.txt"])
         try:
             os.symlink(file, os.path.join(folder, "b.txt"))
         except (OSError, NotImplementedError):
             self.skipTest("cannot create symbolic links here")
-        self.assertEqual([d.source for d in load_with_warnings(folder)[0]], ["a.txt"])  # b.txt is a.txt
+        self.assertEqual([d.source for d in load_with_warnings(folder)[0]], ["a.txt", "sub/a.txt"])  # b.txt is a.txt
 
     def test_order_is_sorted_and_sources_relative_with_slashes(self):
         for name in ("b.txt", "a/z.txt", "a/b.txt", "C.txt"):
@@ -434,6 +438,10 @@ class SplitTest(unittest.TestCase):
     def test_code_block_comments_are_not_headings(self):
         chunks = chunks_of("# Setup\n\n```\n# not a heading\n\nrun it\n\n# nor this\n\nls\n```\n")
         self.assertEqual({c.heading for c in chunks}, {"Setup"})
+        for text in ("# Shell\n\n```sh\ncat <<EOF\n~~~\nEOF\n```\n\n# Usage\n\nAsk.\n",  # ~~~ does not close ```
+                     "# Shell\n\n```make``` builds it.\n\n# Usage\n\nAsk.\n"):       # inline code opens nothing
+            with self.subTest(text=text):
+                self.assertEqual(chunks_of(text, budget=40, overlap=0)[-1].heading, "Usage")
         numbered = chunks_of("1. Setup\n\n```\nrun it\n\n# as root\n\n```\n\n2. Use\n\nRun it.\n", overlap=0)
         self.assertEqual([(c.heading, c.first_line, c.last_line) for c in numbered], [("Setup", 1, 8), ("Use", 10, 12)])
 
@@ -1501,6 +1509,10 @@ class EvalTest(TempFolder):
         self.assertEqual(code, 2)
         code, out, err = run_main(["--eval", self.write("empty.tsv", "# nothing\n")])
         self.assertEqual(code, 2)
+
+    def test_explain_with_json_is_a_usage_error(self):
+        self.assertEqual(run_main(["--explain", "--json", "per diem"]),
+                         (2, "", "rag.py: --explain prints text for people; drop --json\n"))
 
     def test_eval_with_a_question_or_search_is_a_usage_error(self):
         path = self.write("q.tsv", EVAL_FILE)
