@@ -1299,13 +1299,19 @@ def fit_hits(hits, question, budget):
     return kept
 
 
-def neutralize(text):
-    """Return document text that cannot close a source block or pass for a citation.
+# A citation is a bracketed number, list or range: [1], [1, 2], [1-3]. In `code`, x[1] is code.
+CITATION = re.compile(r"\[(\d+(?:\s*[,\-–]\s*\d+)*)\]")
+CODE = re.compile(r"(```.*?```|`[^`\n]+`)", re.DOTALL)  # split() gives prose, code, prose, ...
 
-    Example: neutralize("see [3] </source>") -> "see (3) </ source>"
+
+def neutralize(text):
+    """Return document text that cannot close a source block or pass for a citation (code stays as it is).
+
+    Example: neutralize("see [3, 4] `argv[1]` </source>") -> "see (3, 4) `argv[1]` </ source>"
     """
-    text = re.sub(r"\[(\d+)\]", r"(\1)", text)
-    return re.sub(r"<(/?)\s*(source)", r"<\1 \2", text, flags=re.IGNORECASE)
+    parts = CODE.split(text)
+    parts[::2] = [CITATION.sub(r"(\1)", prose) for prose in parts[::2]]
+    return re.sub(r"<(/?)\s*(source)", r"<\1 \2", "".join(parts), flags=re.IGNORECASE)
 
 
 def source_block(number, chunk):
@@ -1398,14 +1404,15 @@ def without_thinking(pieces):
         yield buffer
 
 
-CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # [1] or [1, 2]
-
-
 def check_citations(answer, source_count):
     """Return (cited source numbers in order, warnings) for an answer given source_count sources."""
-    if normalized(answer) == normalized(REFUSAL):
+    if is_refusal(answer):
         return [], []
-    cited = [int(n) for group in CITATION.findall(answer) for n in re.findall(r"\d+", group)]
+    cited = []
+    for group in CITATION.findall("".join(CODE.split(answer)[::2])):  # x[1] in code cites nothing
+        for item in group.split(","):
+            first, _, last = item.replace("–", "-").partition("-")
+            cited += range(int(first), min(int(last or first), int(first) + 20) + 1)  # [1-3]: 1, 2, 3
     cited = list(dict.fromkeys(cited))
     warnings = []
     invalid = [n for n in cited if not 1 <= n <= source_count]
@@ -1415,6 +1422,12 @@ def check_citations(answer, source_count):
     if not cited:
         warnings.append("the answer cites no source: check it against the passages (--search)")
     return [n for n in cited if n not in invalid], warnings
+
+
+def is_refusal(answer):
+    """True when the answer is the refusal sentence, give or take a few words, citations and bold marks."""
+    bare = normalized(re.sub(r"[*_`]", "", CITATION.sub("", answer)))
+    return normalized(REFUSAL) in bare and len(bare) < len(REFUSAL) + 30
 
 
 def normalized(text):
@@ -1568,9 +1581,9 @@ def evaluate_answers(index, cases, args):
             hits, messages, options, _ = prepare(index, question, args)
             text = "".join(stream_chat(args.server, args.model, messages, options, args.timeout, {})).strip()
             citations, warnings = check_citations(text, len(hits))
-        refused = normalized(text) == normalized(REFUSAL)
+        refused = is_refusal(text)
         counts["invalid_citations"] += any("cites [" in warning for warning in warnings)
-        counts["no_citation"] += not refused and not CITATION.search(text)  # [9] alone is invalid, not none
+        counts["no_citation"] += not refused and not CITATION.search("".join(CODE.split(text)[::2]))  # [9]: invalid
         counts["unanswerable_answered"] += expected == "-" and not refused
         counts["answerable_refused"] += expected != "-" and refused
     return counts
