@@ -1517,14 +1517,14 @@ def token_story(text):
 def read_eval_cases(path):
     """Return [(line number, question, expected source)] from lines "question<TAB>expected source"."""
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            text = decode(f.read(), path)  # UTF-8, or UTF-16 with a BOM (PowerShell's), as documents are
     except OSError as e:
         raise RagError(f"--eval {path}: {e.strerror or e}", 2) from None
-    except UnicodeDecodeError:
-        raise RagError(f"--eval {path}: not UTF-8 text", 2) from None
+    if text is None:
+        raise RagError(f"--eval {path}: not a text file", 2)
     cases = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(one_line_end(text).split("\n"), 1):
         if not line.strip() or line.startswith("#"):
             continue
         question, tab, expected = line.partition("\t")
@@ -1538,15 +1538,21 @@ def read_eval_cases(path):
 
 
 def is_expected(chunk, expected):
-    """True when the chunk is the expected source: "file.txt", or "file.txt#heading" (part of its path)."""
+    """True when the chunk is the expected source: "file.txt", or "file.txt#heading" (part of its
+    heading path). The file may be named by the end of its path: "vpn.md", "it/vpn.md", "it\\vpn.md"."""
     name, _, heading = expected.partition("#")
-    return name in (chunk.source, chunk.source.rsplit("/", 1)[-1]) and heading.lower() in chunk.heading.lower()
+    name, source = "/" + name.strip().replace("\\", "/").lstrip("/"), "/" + chunk.source
+    return (source.endswith(name) or name.endswith(source)) and heading.strip().lower() in chunk.heading.lower()
 
 
 def evaluate(index, cases, args):
     """Return the --eval report: hit rate at k and mean reciprocal rank over the answerable questions,
     the misses with what came back instead, and with --answer what the model did."""
     answerable = [case for case in cases if case[2] != "-"]
+    for line, _, expected in answerable:  # a misspelt file would only ever count as a miss
+        if not any(is_expected(chunk, expected.partition("#")[0]) for chunk in index.chunks):
+            raise RagError(f"{args.eval}:{line}: no document is named {expected.partition('#')[0]!r} "
+                           f"(names look like {index.chunks[0].source!r})", 2)
     report = {"questions": len(cases), "answerable": len(answerable), "k": args.k, "mode": args.mode,
               "hit_rate": 0.0, "mrr": 0.0, "misses": [],
               "not_asked": {"unanswerable": 0, "answerable": 0}}
@@ -1710,7 +1716,11 @@ def prompt_loop():
     print("Ask a question about the documents (empty line, quit or Ctrl-D to stop).", file=sys.stderr)
     while True:
         try:
-            question = input("question> ").strip()
+            prompt = "question> "
+            if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
+                print(prompt, end="", file=sys.stderr, flush=True)
+                prompt = ""
+            question = input(prompt).strip()
         except (EOFError, KeyboardInterrupt):
             print(file=sys.stderr)
             return
@@ -1939,19 +1949,21 @@ def main(argv=None):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
-        if args.eval and (args.question or args.search):
-            raise RagError("--eval reads its questions from the file; drop the question and --search", 2)
+        if args.eval and (args.question or args.search or args.show_prompt or args.explain):
+            raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
+                           "--search, --show-prompt and --explain", 2)
         if args.explain and args.json:
             raise RagError("--explain prints text for people; drop --json", 2)
         if args.mode != "lexical" or not (args.search or args.eval and not args.answer):
             args.server = (ollama_url(args.host, "--host") if args.host is not None
                            else ollama_url(os.environ.get("OLLAMA_HOST")))
         args.docs = args.docs or [DEFAULT_DOCS]
+        cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
         index = build_index(args.docs)
         cache = use_embeddings(index, args) if args.mode != "lexical" else None
         try:
             if args.eval:
-                print_report(evaluate(index, read_eval_cases(args.eval), args), args.json)
+                print_report(evaluate(index, cases, args), args.json)
                 return 0
             return 1 if run_questions(index, args) else 0
         finally:

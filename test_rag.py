@@ -1521,10 +1521,31 @@ class EvalTest(TempFolder):
 
     def test_eval_with_a_question_or_search_is_a_usage_error(self):
         path = self.write("q.tsv", EVAL_FILE)
-        for extra in (["per diem Japan"], ["--search"]):
+        for extra in (["per diem Japan"], ["--search"], ["--show-prompt"], ["--explain"]):
             with self.subTest(extra=extra):
-                self.assertEqual(run_main(["--eval", path, *extra]), (2, "", "rag.py: --eval reads its "
-                                 "questions from the file; drop the question and --search\n"))
+                self.assertEqual(run_main(["--eval", path, *extra]), (2, "", "rag.py: --eval reads its questions "
+                                 "from the file and prints a report; drop the question, --search, --show-prompt "
+                                 "and --explain\n"))
+
+    def test_the_expected_source_is_matched_by_the_end_of_its_path(self):
+        chunk = rag.Chunk("it/vpn.md", "IT > VPN certificate", 1, 3, "Renew the certificate yearly.")
+        for expected, found in [("it/vpn.md", True), ("vpn.md", True), ("it\\vpn.md", True), ("notes/it/vpn.md", True),
+                                ("vpn.md # VPN", True), ("n.md", False), ("it/vpn.md#Printing", False)]:
+            with self.subTest(expected=expected):
+                self.assertEqual(rag.is_expected(chunk, expected), found)
+
+    def test_a_file_no_document_is_named_after_is_a_usage_error_before_indexing(self):
+        path = self.write("q.tsv", "When do I file expenses?\thandbok.txt#Deadlines\n")
+        self.assertEqual(run_main(["--eval", path]), (2, "", f"rag.py: {path}:1: no document is named 'handbok.txt' "
+                                                            "(names look like 'handbook.txt')\n"))
+        with mock.patch.object(rag, "build_index") as build:  # a file that cannot be read: before indexing
+            self.assertEqual(run_main(["--eval", os.path.join(self.folder, "missing.tsv")])[0], 2)
+        build.assert_not_called()
+
+    def test_an_eval_file_saved_as_utf16_is_read(self):
+        path = self.write("q.tsv", EVAL_FILE.replace("\n", "\r\n").encode("utf-16"))
+        code, out, err = run_main(["--eval", path, "--json"])
+        self.assertEqual((code, json.loads(out)["questions"]), (0, 5))
 
     def test_the_expected_heading_matches_whatever_its_case(self):
         path = self.write("q.tsv", "When do I have to file my expense report?\thandbook.txt#DEADLINES and Late\n")
@@ -1703,6 +1724,8 @@ class CommandLineTest(TempFolder):
                 self.assertIn("(Expenses > Deadlines and late submissions)", out.getvalue())
                 self.assertEqual(out.getvalue().count("[1] "), len(typed) - 1)
                 self.assertIn("quit or Ctrl-D to stop", err.getvalue())
+                self.assertNotIn("question>", out.getvalue())  # the output is redirected: the prompt is not in it
+                self.assertIn("question> ", err.getvalue())
 
     def test_readable_search_output(self):
         code, out, _ = run_main(["--search", "-k", "2", "When do I have to file my expense report?"])
