@@ -178,10 +178,13 @@ def load_documents(paths):
             if info and is_folder and not stat.S_ISREG(info.st_mode):  # a named pipe would be waited on forever
                 warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
                 continue
-            if info and info.st_ino:  # a file reached twice (named twice, or through a link) is read once
-                if (info.st_dev, info.st_ino) in read:
+            # A file reached twice (named twice, or through a link) is read once. Size and time join the
+            # inode number in its identity: some network drives give different files the same number.
+            identity = info and (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+            if info and info.st_ino:
+                if identity in read:
                     continue
-                read.add((info.st_dev, info.st_ino))
+                read.add(identity)
             text = read_text(file)
             if text is not None:
                 paragraphs = html_paragraphs(text, file) if kind == "html" else text_paragraphs(text)
@@ -854,6 +857,9 @@ def post_json(url, payload, timeout):
         raise http_error(e, payload) from None
     except urllib.error.URLError as e:
         reason = getattr(e.reason, "strerror", None) or str(e.reason)
+        if "CERTIFICATE_VERIFY_FAILED" in str(e.reason):  # a company's TLS-inspecting proxy, say
+            raise RagError(f"the TLS certificate of {server} is not trusted here ({reason}): point SSL_CERT_FILE "
+                           "at your organisation's CA file (on macOS, run Python's Install Certificates)") from None
         raise RagError(f"cannot reach Ollama at {server} ({reason}). Start it with `ollama serve`, "
                        "or point OLLAMA_HOST or --host at it.") from None
     except socket.timeout:
@@ -1039,6 +1045,10 @@ class EmbeddingCache:
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
+            if str(data.get("format")).startswith("rag.py embeddings ") and data["format"] != CACHE_FORMAT:
+                warn(f"{self.path} was written by another version of rag.py: not using or changing it")
+                self.path = None
+                return
             if data.get("format") != CACHE_FORMAT or data.get("model") != self.model \
                     or data.get("prefixes") != self.prefixes:
                 raise ValueError("made for another model, or not by rag.py")
@@ -1094,7 +1104,14 @@ class EmbeddingCache:
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as f:
                     json.dump(data, f)
-                os.replace(temporary, self.path)
+                for attempt in range(5):  # on Windows, a program reading the old file blocks this a moment
+                    try:
+                        os.replace(temporary, self.path)
+                        break
+                    except PermissionError:
+                        if attempt == 4:
+                            raise
+                        time.sleep(0.2)
             except BaseException:
                 os.unlink(temporary)
                 raise
@@ -1107,7 +1124,7 @@ class EmbeddingCache:
 
 def cache_path(folder, model, docs):
     """Return the cache file for a model and a set of --docs paths, in folder."""
-    name = model.split("/")[-1].replace(":", "-")
+    name = model.replace("registry.ollama.ai/library/", "").replace(":", "-")  # alice/embed is not bob/embed
     docs_id = text_key("\n".join(sorted(os.path.abspath(d) for d in docs)))[:12]
     return os.path.join(folder, f"embeddings-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{docs_id}.json")
 
@@ -1711,7 +1728,7 @@ def prompt_loop():
     """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
     try:
         import readline  # noqa: F401  (line editing and history where the platform has it)
-    except ImportError:
+    except Exception:  # none, or an old Windows pyreadline that fails on import
         pass
     print("Ask a question about the documents (empty line, quit or Ctrl-D to stop).", file=sys.stderr)
     while True:
@@ -1941,13 +1958,13 @@ def build_index(paths):
 
 def main(argv=None):
     """Run the command line; return the exit code."""
-    for name in ("stdout", "stderr"):  # started with one closed (`>&-`): write nowhere rather than crash
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w"))
-    args = build_parser().parse_args(argv)
-    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
+            setattr(sys, name, open(os.devnull, mode))
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
+    args = build_parser().parse_args(argv)
     try:
         if args.eval and (args.question or args.search or args.show_prompt or args.explain):
             raise RagError("--eval reads its questions from the file and prints a report; drop the question, "

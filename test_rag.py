@@ -849,6 +849,44 @@ class EmbedTest(TempFolder):
             self.assertEqual(f.read(), before)              # the old cache is whole
         self.assertEqual(os.listdir(self.cache), [os.path.basename(path)])  # no temporary file left
 
+    def test_a_cache_file_held_open_for_a_moment_is_still_replaced(self):
+        replace, calls = os.replace, []
+
+        def busy_twice(source, target):  # as Windows answers while another program reads the old file
+            calls.append(target)
+            if len(calls) <= 2:
+                raise PermissionError(13, "Access is denied", target)
+            replace(source, target)
+        with mock.patch.object(rag.os, "replace", busy_twice), mock.patch.object(rag.time, "sleep"):
+            code, out, err = self.search()
+        self.assertEqual((code, err, len(calls)), (0, "", 4))  # the chunks' save (tried 3 times), the question's
+        self.embed_inputs()
+        self.search("annual leave")
+        self.assertEqual(self.embed_inputs(), [["annual leave"]])  # the chunks' vectors were written
+
+    def test_a_cache_of_another_rag_py_version_is_neither_used_nor_changed(self):
+        self.search()
+        path = os.path.join(self.cache, os.listdir(self.cache)[0])
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        data["format"] = "rag.py embeddings 2"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        with open(path, "rb") as f:
+            before = f.read()
+        code, out, err = self.search()
+        self.assertEqual(code, 0)
+        self.assertEqual(err, f"rag.py: warning: {path} was written by another version of rag.py: "
+                              "not using or changing it\n")
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_models_of_two_namespaces_have_two_cache_files(self):
+        paths = {rag.cache_path("c", model, ["docs"]) for model in ("alice/embed", "bob/embed", "embed")}
+        self.assertEqual(len(paths), 3)
+        self.assertEqual(rag.cache_path("c", "registry.ollama.ai/library/nomic-embed-text:latest", ["docs"]),
+                         rag.cache_path("c", "nomic-embed-text:latest", ["docs"]))
+
     def test_an_interrupted_first_run_keeps_what_it_embedded(self):
         self.fake.fail_after = 1  # the second /api/embed request fails: the server died
         with mock.patch.object(rag, "EMBED_BATCH", 1):
@@ -1758,6 +1796,15 @@ class CommandLineTest(TempFolder):
             rag.main(["--version"])
         self.assertIn(rag.VERSION, out.getvalue())
 
+    def test_help_on_a_console_that_cannot_show_the_cache_path(self):
+        console = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+        with mock.patch.object(rag, "default_cache_folder", return_value="/home/Łukasz Ωmega/.cache/rag.py"), \
+                mock.patch("sys.stdout", console), self.assertRaises(SystemExit) as done:
+            rag.main(["--help"])
+        self.assertEqual(done.exception.code, 0)
+        console.flush()
+        self.assertIn("/home/?ukasz ?mega/.cache/rag.py", console.buffer.getvalue().decode("cp1252"))
+
     @unittest.skipIf(os.name != "posix", "closing a descriptor before the program starts is POSIX")
     def test_a_closed_stdout_or_stderr_is_no_crash(self):
         self.write("notes.txt", "The per diem is EUR 70.")
@@ -1768,6 +1815,9 @@ class CommandLineTest(TempFolder):
                          (0, b"rag.py: warning: skipped 1 files of other types (.jpg 1)\n"))
         no_stderr = subprocess.run(command, stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
         self.assertEqual(no_stderr.returncode, 0)
+        no_stdin = subprocess.run(command[:-1], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=lambda: os.close(0))  # no question, and no stdin to read any
+        self.assertEqual((no_stdin.returncode, no_stdin.stdout), (0, b""))
         self.assertTrue(no_stderr.stdout.startswith(b"[1] "), no_stderr.stdout)  # no warning in the output
 
     def test_real_process_and_closed_pipe_end_quietly(self):
