@@ -1249,7 +1249,11 @@ RANKINGS = {"lexical": lexical_ranking, "embedding": embedding_ranking, "hybrid"
 # question word, when every part is a question itself. Not at every sentence: in "X happened in 1873.
 # Which year of Meiji was that?" the first sentence is the context of a single question.
 QUESTION_WORD = r"(?i:what|who|when|where|which|why|how|is|are|do|does|can|should|must)\b"
-QUESTION_BREAK = re.compile(rf"(?<=[?？])\s*(?=[^\W\d_])|,?\s+(?i:and|also)\s+(?={QUESTION_WORD})")
+# After "and", a question word or a verb with its subject ("and do I need ...") starts a new question;
+# "and do not report it" does not.
+NEW_QUESTION = (r"(?i:what|who|when|where|which|why|how)\b|(?i:is|are|do|does|can|should|must)\s+"
+                r"(?i:i|you|we|it|they|he|she|there|the|my|our|your|an?)\b")
+QUESTION_BREAK = re.compile(rf"(?<=[?？])\s*(?=[^\W\d_])|,?\s+(?i:and|also)\s+(?={NEW_QUESTION})")
 IS_QUESTION = re.compile(rf"{QUESTION_WORD}|.*[?？]$", re.DOTALL)
 
 

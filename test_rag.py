@@ -1139,6 +1139,8 @@ class RetrieveTest(unittest.TestCase):
             ("1469年に城代となった。名前を何というか?", []),                 # context + one question
             ("誰の研究であるのか?彼のフールネームを述べなさい。", []),       # the second part is no question
             ("Cats and dogs are pets?", []), ("?", []), ("", []),
+            ("What should I do if I lose my laptop and do not report it?", []),     # one question
+            ("Can I work remotely and do I need approval?", ["Can I work remotely", "do I need approval?"]),
         ]
         for question, expected in table:
             with self.subTest(question=question):
