@@ -1600,14 +1600,19 @@ def evaluate(index, cases, args):
 def evaluate_answers(index, cases, args):
     """Ask the model every question; count what a reader must not trust."""
     counts = {"model": args.model, "invalid_citations": 0, "no_citation": 0,
-              "unanswerable_answered": 0, "answerable_refused": 0}
+              "unanswerable_answered": 0, "answerable_refused": 0, "failed": 0}
     for line, question, expected in cases:
-        if not_asking_reason(index, question, args.mode):
-            text, citations, warnings = REFUSAL, [], []
-        else:
-            hits, messages, options, _ = prepare(index, question, args)
-            text = "".join(stream_chat(args.server, args.model, messages, options, args.timeout, {})).strip()
-            citations, warnings = check_citations(text, len(hits))
+        try:
+            if not_asking_reason(index, question, args.mode):
+                text, citations, warnings = REFUSAL, [], []
+            else:
+                hits, messages, options, _ = prepare(index, question, args)
+                text = "".join(stream_chat(args.server, args.model, messages, options, args.timeout, {})).strip()
+                citations, warnings = check_citations(text, len(hits))
+        except RagError as e:  # one failed answer must not cost the whole report: count it and go on
+            warn(f"{args.eval}:{line}: {e}")
+            counts["failed"] += 1
+            continue
         refused = is_refusal(text)
         counts["invalid_citations"] += any("cites [" in warning for warning in warnings)
         counts["no_citation"] += not refused and not CITATION.search("".join(CODE.split(text)[::2]))  # [9]: invalid
@@ -1637,7 +1642,7 @@ def print_report(report, as_json):
     answers = report.get("answers")
     if answers:
         print(f"answers by {answers['model']}")
-        for key in ("invalid_citations", "no_citation", "unanswerable_answered", "answerable_refused"):
+        for key in ("invalid_citations", "no_citation", "unanswerable_answered", "answerable_refused", "failed"):
             print(f"  {key.replace('_', ' '):<24}{answers[key]}")
 
 
@@ -1984,8 +1989,9 @@ def main(argv=None):
         cache = use_embeddings(index, args) if args.mode != "lexical" else None
         try:
             if args.eval:
-                print_report(evaluate(index, cases, args), args.json)
-                return 0
+                report = evaluate(index, cases, args)
+                print_report(report, args.json)
+                return 1 if report.get("answers", {}).get("failed") else 0
             return 1 if run_questions(index, args) else 0
         finally:
             if cache:

@@ -1540,8 +1540,17 @@ class EvalTest(TempFolder):
         code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
         answers = json.loads(out)["answers"]
         self.assertEqual(answers, {"model": "llama3.2", "invalid_citations": 0, "no_citation": 4,
-                                   "unanswerable_answered": 1, "answerable_refused": 0})
+                                   "unanswerable_answered": 1, "answerable_refused": 0, "failed": 0})
         self.assertEqual(len([r for r in fake.requests if r[1] == "/api/chat"]), 4)  # zebra was not asked
+
+    def test_a_failed_answer_is_counted_and_the_report_still_printed(self):
+        fake = FakeOllama(mode="http500")
+        self.addCleanup(fake.close)
+        path = self.write("q.tsv", EVAL_FILE)
+        code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
+        self.assertEqual((code, json.loads(out)["answers"]["failed"]), (1, 4))  # the zebra one is not asked
+        self.assertEqual(err.count(f"rag.py: warning: {path}:"), 4)
+        self.assertIn("HTTP 500", err)
 
     def test_malformed_file_is_a_usage_error_with_the_line_number(self):
         for content, line in [("ok question\thandbook.txt\nno tab here\n", 2), ("\tmissing question\n", 1),
@@ -1598,9 +1607,10 @@ class EvalTest(TempFolder):
         (unanswerable). The zebra question is refused without asking, so it counts nowhere."""
         path = self.write("q.tsv", EVAL_FILE)
         table = [("Within 30 days [9].", {"invalid_citations": 4, "no_citation": 0,
-                                                        "unanswerable_answered": 1, "answerable_refused": 0}),
+                                                        "unanswerable_answered": 1, "answerable_refused": 0,
+                                                        "failed": 0}),
                  (rag.REFUSAL, {"invalid_citations": 0, "no_citation": 0,
-                                "unanswerable_answered": 0, "answerable_refused": 3})]
+                                "unanswerable_answered": 0, "answerable_refused": 3, "failed": 0})]
         for answer, counts in table:
             fake = FakeOllama(answer=answer)
             self.addCleanup(fake.close)
