@@ -71,7 +71,8 @@ REFUSAL = "I cannot answer that from the documents."  # the one sentence for "no
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
-FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words; --explain ranks as deep
+FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words (of every chunk
+                       # when words find fewer); --explain ranks as deep
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones embedded last
 SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
@@ -273,7 +274,7 @@ UNDERLINE = re.compile(r"""\s{0,3}([=\-^"'+#])\1{2,}\s*$""")               # "==
 def text_paragraphs(text):
     """Return the paragraphs of plain text: runs of lines between blank lines.
 
-    A Markdown "# heading" line is always a paragraph of its own, and so is a setext or
+    A Markdown "# heading" line outside a code block is a paragraph of its own, and so is a setext or
     reStructuredText heading (a line underlined with === or ---); a fenced code block is one paragraph.
     Example: "# A\\nb\\n\\nc" -> [(1, 1, "# A"), (2, 2, "b"), (4, 4, "c")]
     """
@@ -831,7 +832,7 @@ def ollama_url(value, name="OLLAMA_HOST"):
 
 
 def is_loopback(url):
-    """True when the URL names this machine: such requests must not go through a proxy."""
+    """True when the URL names localhost, 127.x.x.x or ::1: such requests must not go through a proxy."""
     import urllib.parse  # here, not at the top: see the note after the imports
     host = urllib.parse.urlsplit(url).hostname or ""
     return host == "localhost" or host == "::1" or host.startswith("127.")
@@ -1338,7 +1339,7 @@ def neutralize(text):
 def source_block(number, chunk):
     """Return one numbered source: a delimited block with a label line, then the chunk's text.
 
-    Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines\n...</source>
+    Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines and late submissions\n...</source>
     """
     label = f"file: {chunk.source}, lines {chunk.first_line}-{chunk.last_line}"
     if chunk.heading:
