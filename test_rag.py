@@ -1141,6 +1141,7 @@ class RetrieveTest(unittest.TestCase):
             ("Cats and dogs are pets?", []), ("?", []), ("", []),
             ("What should I do if I lose my laptop and do not report it?", []),     # one question
             ("Can I work remotely and do I need approval?", ["Can I work remotely", "do I need approval?"]),
+            ("What is the VPN and can contractors use it?", ["What is the VPN", "can contractors use it?"]),
         ]
         for question, expected in table:
             with self.subTest(question=question):
@@ -1190,6 +1191,9 @@ class PromptTest(unittest.TestCase):
         self.assertNotIn("[3]", user)
         self.assertIn("see (3) and (12), (2, 7), (4-5)", user)
         self.assertIn("Read `sys.argv[1]`.", user)  # code stays code, and cites nothing
+        # A chunk can end one ``` block and start another: the prose between them is no code.
+        split_blocks = "echo done\n```\n\nThe fee is EUR 20, see [3].\n\n```python\nx = 1"
+        self.assertIn("The fee is EUR 20, see (3).", rag.build_messages("q", hits_of(split_blocks))[1]["content"])
 
     def test_token_estimate_counts_cjk_characters_one_each(self):
         table = [("abcdefgh", 2), ("東京都庁", 4), ("", 0), ("Filed within 30 days.", 7),
@@ -1241,6 +1245,10 @@ class CitationTest(unittest.TestCase):
             (rag.REFUSAL, 2, [], []),
             (rag.REFUSAL.lower().rstrip("."), 0, [], []),
             ("Sorry, **" + rag.REFUSAL + "** [1]", 2, [], []),
+            ("The per diem is 99 EUR [7]. " + rag.REFUSAL, 5, [], ["cites [7]"]),  # an answer, not a refusal
+            (rag.REFUSAL + " But the per diem is 99 EUR.", 5, [], ["cites no source"]),
+            ("Due [3-1].", 3, [1, 2, 3], []),
+            ("Fence code with ``` [1]. Use `ls` [2].", 2, [1, 2], []),
         ]
         for answer, count, cited, warned in table:
             with self.subTest(answer=answer):
@@ -1548,9 +1556,10 @@ class EvalTest(TempFolder):
         self.addCleanup(fake.close)
         path = self.write("q.tsv", EVAL_FILE)
         code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
-        self.assertEqual((code, json.loads(out)["answers"]["failed"]), (1, 4))  # the zebra one is not asked
-        self.assertEqual(err.count(f"rag.py: warning: {path}:"), 4)
+        self.assertEqual((code, json.loads(out)["answers"]["failed"]), (1, 5))
+        self.assertEqual(err.count(f"rag.py: warning: {path}:"), 3)  # three failures in a row: it stops asking
         self.assertIn("HTTP 500", err)
+        self.assertIn("stopping: the model failed 3 questions in a row; the rest count as failed", err)
 
     def test_malformed_file_is_a_usage_error_with_the_line_number(self):
         for content, line in [("ok question\thandbook.txt\nno tab here\n", 2), ("\tmissing question\n", 1),
@@ -1590,6 +1599,16 @@ class EvalTest(TempFolder):
         with mock.patch.object(rag, "build_index") as build:  # a file that cannot be read: before indexing
             self.assertEqual(run_main(["--eval", os.path.join(self.folder, "missing.tsv")])[0], 2)
         build.assert_not_called()
+
+    def test_a_name_that_fits_two_documents_is_a_usage_error(self):
+        self.write("hr/vpn.md", "# Holidays\n\nThe office closes for the winter party.")
+        self.write("it/net/vpn.md", "# VPN\n\nRenew the certificate yearly.")
+        path = self.write("q.tsv", "When is the winter party?\tvpn.md\n")
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "hr"), "--docs",
+                                   os.path.join(self.folder, "it"), "--eval", path])
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(err, f"rag.py: {path}:1: 'vpn.md' fits 2 documents (net/vpn.md, vpn.md): "
+                              "write more of its path\n")
 
     def test_an_eval_file_saved_as_utf16_is_read(self):
         path = self.write("q.tsv", EVAL_FILE.replace("\n", "\r\n").encode("utf-16"))
