@@ -904,15 +904,19 @@ def ask_json(url, payload, timeout):
     """Send a request and return the JSON object of the whole reply. A reply cut off, or anything
     but a JSON object, is a RagError like every other failure."""
     with post_json(url, payload, timeout) as response, reading_from(url.split("/api/")[0], timeout):
-        text = response.read().decode("utf-8", "replace")  # read() notices a reply cut short
+        return json_object(response.read().decode("utf-8", "replace"), url)  # read() notices a reply cut short
+
+
+def json_object(text, url):
+    """Return text read as a JSON object; anything else is a RagError: the server is not Ollama."""
     try:
-        reply = json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        reply = None
-    if not isinstance(reply, dict):
+        value = None
+    if not isinstance(value, dict):
         raise RagError(f"{url} sent something that is not Ollama's JSON ({' '.join(text.split())[:80]!r}): "
                        "is OLLAMA_HOST or --host an Ollama server?")
-    return reply
+    return value
 
 
 @contextmanager
@@ -1388,13 +1392,7 @@ def chat_pieces(response, server, timeout, final):
     for line in read_lines(response, server, timeout):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            item = None
-        if not isinstance(item, dict):
-            raise RagError(f"Ollama sent something that is not JSON: {line[:80]!r}. "
-                           "Is OLLAMA_HOST an Ollama server?")
+        item = json_object(line, server + "/api/chat")
         if "error" in item:
             raise RagError(f"Ollama stopped with an error while answering: {item['error']}")
         yield (item.get("message") or {}).get("content") or ""  # "thinking" is not the answer

@@ -1402,8 +1402,8 @@ class AnswerTest(unittest.TestCase):
             ("missing-old", "ollama pull llama3.2"),
             ("embedding-model", "cannot do this"),
             ("http500", "HTTP 500: llama runner process has terminated"),
-            ("malformed", "not JSON"),
-            ("not-an-object", "not JSON: 'null"),
+            ("malformed", "/api/chat sent something that is not Ollama's JSON ('not json{')"),
+            ("not-an-object", "/api/chat sent something that is not Ollama's JSON ('null')"),
             ("midstream-error", "error while answering: an error was encountered"),
             ("cut", "ended before Ollama said it was done"),
         ]
