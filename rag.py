@@ -152,13 +152,8 @@ class Hit:
 
 def load_documents(paths):
     """Return the documents under the given files and folders, in a stable order."""
-    documents, other_types, read, named = [], Counter(), set(), {}
-    for path in paths:
-        named.setdefault(os.path.join(os.path.realpath(path), ""), path)  # each once, however it is written
-    # A folder goes before the files and folders in it that are named too: a file found by both is then
-    # named from the outer folder, whatever the order on the command line.
-    depth = {real: sum(real.startswith(other) for other in named) for real in named}
-    for _, path in sorted(named.items(), key=lambda item: depth[item[0]]):
+    documents, other_types, read = [], Counter(), set()
+    for path in named_in_order(paths):
         if not os.path.exists(path):
             reason = "a broken link" if os.path.islink(path) else "no such file or folder"
             raise RagError(f"--docs {path}: {reason}", 2)
@@ -172,20 +167,8 @@ def load_documents(paths):
             if kind is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
                 continue
-            try:
-                info = os.stat(file)
-            except OSError:
-                info = None  # a broken link, say: read_text tells the user which
-            if info and is_folder and not stat.S_ISREG(info.st_mode):  # a named pipe would be waited on forever
-                warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
+            if not should_read(file, is_folder, read):
                 continue
-            # A file reached twice (named twice, or through a link) is read once. Size and time join the
-            # inode number in its identity: some network drives give different files the same number.
-            identity = info and (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-            if info and info.st_ino:
-                if identity in read:
-                    continue
-                read.add(identity)
             text = read_text(file)
             if text is not None:
                 paragraphs = html_paragraphs(text, file) if kind == "html" else text_paragraphs(text)
@@ -197,6 +180,34 @@ def load_documents(paths):
         raise RagError("no text found in " + ", ".join(paths) + " (supported: "
                        + " ".join(TEXT_SUFFIXES + HTML_SUFFIXES) + ")", 2)
     return documents
+
+
+def named_in_order(paths):
+    """Return the --docs paths, each once however it is written, and a folder before the files and
+    folders in it that are named too: a file found by both is then named from the outer folder."""
+    named = {}
+    for path in paths:
+        named.setdefault(os.path.join(os.path.realpath(path), ""), path)  # "/" at the end: "a/b" is in "a/"
+    depth = {real: sum(real.startswith(other) for other in named) for real in named}
+    return [path for _, path in sorted(named.items(), key=lambda item: depth[item[0]])]
+
+
+def should_read(file, in_folder, read):
+    """True when the file is to be read: not a pipe or device found in a folder (reading one would wait
+    forever), and not a file read already, named twice or reached through a link. read keeps the files'
+    identities: the inode number, with size and time (some network drives repeat inode numbers)."""
+    try:
+        info = os.stat(file)
+    except OSError:
+        return True  # a broken link, say: read_text tells the user which
+    if in_folder and not stat.S_ISREG(info.st_mode):
+        warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
+        return False
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if info.st_ino and identity in read:  # 0: the file system gives no numbers
+        return False
+    read.add(identity)
+    return True
 
 
 def walk_files(folder):
