@@ -1440,7 +1440,7 @@ def check_citations(answer, source_count):
     if is_refusal(answer):
         return [], []
     cited = []
-    for group in CITATION.findall("".join(CODE.split(answer)[::2])):  # x[1] in code cites nothing
+    for group in CITATION.findall(without_code(answer)):  # x[1] in code cites nothing
         for item in group.split(","):
             first, _, last = item.replace("–", "-").partition("-")
             first, last = sorted((int(first), int(last or first)))
@@ -1454,6 +1454,11 @@ def check_citations(answer, source_count):
     if not cited:
         warnings.append("the answer cites no source: check it against the passages (--search)")
     return [n for n in cited if n not in invalid], warnings
+
+
+def without_code(text):
+    """Return text without its `code` and ``` blocks: what is left are the words that can cite."""
+    return "".join(CODE.split(text)[::2])
 
 
 def is_refusal(answer):
@@ -1641,7 +1646,7 @@ def evaluate_answers(index, cases, args):
         in_a_row = 0
         refused = is_refusal(text)
         counts["invalid_citations"] += any("cites [" in warning for warning in warnings)
-        counts["no_citation"] += not refused and not CITATION.search("".join(CODE.split(text)[::2]))  # [9]: invalid
+        counts["no_citation"] += not refused and not CITATION.search(without_code(text))  # [9] is invalid, not none
         counts["unanswerable_answered"] += expected == "-" and not refused
         counts["answerable_refused"] += expected != "-" and refused
     return counts
