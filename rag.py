@@ -9,7 +9,8 @@ One file, Python standard library only: copy it to any machine with Python 3.8 o
 
 The pipeline, in the order of this file: load documents -> split them into chunks -> tokenize ->
 score chunks against the question (BM25) -> embed (optional) -> retrieve the best chunks -> build a
-grounded prompt -> generate the answer with Ollama -> check its citations -> command line.
+grounded prompt -> generate the answer with the model server -> check its citations -> print.
+One question's whole journey is ask(), at the end of Generate; the command line comes last.
 
 Search needs nothing but Python 3.8+. Answers need Ollama running (`ollama serve`) with a chat model
 (`ollama pull llama3.2`); --mode embedding/hybrid also an embedding model (`ollama pull nomic-embed-text`).
@@ -31,7 +32,7 @@ import time
 from array import array
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from html.parser import HTMLParser
 
@@ -46,9 +47,7 @@ VERSION = "1.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")  # read as plain text
-HTML_SUFFIXES = (".html", ".htm")                      # text only, via the stdlib HTML parser
-MAX_FILE_BYTES = 50 * 1024 * 1024                      # larger files are skipped: this tool keeps all in memory
+MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped: this tool keeps all in memory
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
 CHUNK_OVERLAP = 200    # at most this many characters of a section's previous chunk start the next one
@@ -56,13 +55,17 @@ CHUNK_OVERLAP = 200    # at most this many characters of a section's previous ch
 BM25_K1 = 1.2          # term-frequency saturation (Robertson & Zaragoza 2009, the usual 1.2)
 BM25_B = 0.75          # document-length normalization (same source)
 TOP_K = 5              # hits shown or handed to the model
+DEFAULT_MODE = "lexical"  # words: needs no model, and the fastest (the modes are in Retrieve)
 MIN_RELEVANCE = 0.25   # below this share of the question matched, refuse without asking the model: measured,
                        # it refuses 6 of 10 off-topic handbook questions and 0.3% of benchmark questions
 
 OLLAMA_URL = "http://127.0.0.1:11434"  # Ollama's own default; OLLAMA_HOST or --host change it
+OLLAMA_PORT = 11434      # the port of an OLLAMA_HOST that names none
 CHAT_MODEL = "llama3.2"  # 3B parameters, 2 GB: runs on a laptop CPU, 128k context, cites when asked
 TEMPERATURE = 0.1        # low: grounded answers should repeat the sources, not be creative (default 0.8)
-CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt's need, at least 2048)
+CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt's need, rounded up)
+MIN_NUM_CTX = 2048       # never ask for a smaller window than Ollama's own smallest default
+NUM_CTX_STEP = 1024      # num_ctx is rounded up to a multiple of this, so similar prompts reuse a loaded model
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
@@ -77,6 +80,10 @@ MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones emb
 SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
 CACHE_FORMAT = "rag.py embeddings 1"
 
+COLUMNS = 100          # width of --search, --explain and --eval listings
+EXCERPT_CHARS = 300    # characters of a passage shown under each hit of --search
+MAX_FAILURES_IN_A_ROW = 3  # --eval --answer stops asking the model after this many failures in a row
+
 # Snowball's English stop word list (shared/reference/porter2/stop.txt), the forms without apostrophes:
 # words with an apostrophe never reach it, because tokens split at apostrophes.
 STOP_WORDS = frozenset("""
@@ -90,12 +97,16 @@ why how all any both each few more most other some such no nor not only own same
 
 # ---------------------------------------------------------------------------------------------------
 # Glossary: the nouns of this file, used with exactly these meanings in names.
-#   document  one file's text, as paragraphs with their line numbers, and its source (relative path)
-#   chunk     a passage of one document, at most CHUNK_CHARS long, with its heading path and line range
-#   token     what search compares: a word stem, a pair of neighbouring CJK characters, or one ideograph
-#   score     how well a chunk matches a question (BM25 over tokens, or cosine of vectors); higher is better
-#   vector    a chunk's or a question's embedding: numbers from a model, near for similar meanings
-#   hit       a chunk found for a question, with its rank and score
+#   document   one file's text, as paragraphs
+#   source     where a document comes from: its path relative to the --docs folder it was found under
+#   paragraph  a run of lines between blank lines (or one HTML block), with its line numbers
+#   section    the paragraphs under one heading path ("Travel > Per diem")
+#   chunk      a passage of one section, at most CHUNK_CHARS long, with its heading path and line range
+#   token      what search compares: a word stem, a pair of neighbouring CJK characters, or one ideograph
+#   score      how well a chunk matches a question (BM25 over tokens, or cosine of vectors); higher is better
+#   vector     a chunk's or a question's embedding: numbers from a model, near for similar meanings
+#   hit        a chunk found for a question, with its rank and score
+#   answer     one question's journey: the hits, the request sent to the model, its text and citations
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -105,12 +116,17 @@ class RagError(Exception):
     def __init__(self, message, exit_code=1, status=None, detail=""):
         super().__init__(message)
         self.exit_code = exit_code  # 1 runtime failure, 2 usage or input error
-        self.status, self.detail = status, detail  # HTTP status and Ollama's error text, if any
+        self.status, self.detail = status, detail  # HTTP status and the server's error text, if any
 
 
 def warn(message):
     """Tell the user about something skipped or degraded, on one stderr line, and carry on."""
     print("rag.py: warning: " + message, file=sys.stderr, flush=True)
+
+
+def error(message):
+    """Tell the user why something failed, on one stderr line."""
+    print("rag.py: " + message, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -146,8 +162,45 @@ class Hit:
     chunk: Chunk
 
 
+@dataclass(frozen=True)
+class Config:
+    """What the command line asked for, built once by main(); each stage takes the fields it needs."""
+    docs: tuple = (DEFAULT_DOCS,)
+    mode: str = DEFAULT_MODE        # how chunks are ranked: a key of RANKINGS (Retrieve)
+    k: int = TOP_K
+    api: str = "ollama"             # which kind of model server: a key of APIS (Model server)
+    server: str = OLLAMA_URL
+    model: str = CHAT_MODEL
+    embed_model: str = EMBED_MODEL
+    context: int = CONTEXT_TOKENS
+    timeout: float = READ_TIMEOUT
+    cache: str = ""                 # folder of the embedding cache; "" keeps none
+    send: bool = True               # False: build the request to the model but do not send it
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request to the model server: where it goes and its JSON body, exactly as sent."""
+    url: str
+    body: dict
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One question's journey: what was found, what was sent to the model, and what came back."""
+    question: str
+    mode: str                       # the mode that found the hits (hybrid may fall back to words)
+    found: list                     # the hits retrieved, best first
+    hits: list = ()                 # those the model was given, numbered as it saw them
+    request: Request = None         # the chat request; None: the model need not be asked
+    text: str = ""
+    citations: list = ()            # the numbers of the hits the text cites, in order
+    warnings: list = ()
+    failure: BaseException = None   # what stopped the model (a RagError, or Ctrl-C), if anything
+
 # ---------------------------------------------------------------------------------------------------
-# Load: files and folders -> documents. Bad files are skipped with a warning; the run goes on.
+# Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
+# into paragraphs. Bad files are skipped with a warning; the run goes on.
 # ---------------------------------------------------------------------------------------------------
 
 def load_documents(paths):
@@ -163,22 +216,18 @@ def load_documents(paths):
         else:
             files = [(path, os.path.basename(path))]
         for file, source in files:
-            kind = file_kind(file, named=not is_folder)
-            if kind is None:
+            reader = reader_for(file, named=not is_folder)
+            if reader is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
-                continue
-            if not should_read(file, is_folder, read):
-                continue
-            text = read_text(file)
-            if text is not None:
-                paragraphs = html_paragraphs(text, file) if kind == "html" else text_paragraphs(text)
-                documents.append(Document(source.replace(os.sep, "/"), paragraphs))
+            elif should_read(file, is_folder, read):
+                paragraphs = read_document(file, reader)
+                if paragraphs is not None:
+                    documents.append(Document(source.replace(os.sep, "/"), paragraphs))
     if other_types:
         kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
         warn(f"skipped {sum(other_types.values())} files of other types ({kinds})")
     if not any(document.paragraphs for document in documents):
-        raise RagError("no text found in " + ", ".join(paths) + " (supported: "
-                       + " ".join(TEXT_SUFFIXES + HTML_SUFFIXES) + ")", 2)
+        raise RagError("no text found in " + ", ".join(paths) + " (supported: " + " ".join(READERS) + ")", 2)
     return documents
 
 
@@ -199,7 +248,7 @@ def should_read(file, in_folder, read):
     try:
         info = os.stat(file)
     except OSError:
-        return True  # a broken link, say: read_text tells the user which
+        return True  # a broken link, say: read_document tells the user which
     if in_folder and not stat.S_ISREG(info.st_mode):
         warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
         return False
@@ -227,16 +276,24 @@ def walk_files(folder):
                 yield os.path.join(root, name)
 
 
-def file_kind(path, named):
-    """Return "text", "html" or None (not a document); a file named on the command line is text."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix in HTML_SUFFIXES:
-        return "html"
-    return "text" if suffix in TEXT_SUFFIXES or named else None
+def reader_for(path, named):
+    """Return the reader of a file by its suffix, or None (not a document); a file named on the
+    command line is read as plain text whatever its name."""
+    reader = READERS.get(os.path.splitext(path)[1].lower())
+    return reader or (read_plain if named else None)
 
 
-def read_text(path):
-    """Return the decoded text of a file, or None with a warning when it cannot be used."""
+def read_document(path, reader):
+    """Return the paragraphs of one file, or None with a warning when it cannot be used."""
+    try:
+        return reader(read_bytes(path), path)
+    except RagError as e:
+        warn(f"skipped {path}: {e}")
+        return None
+
+
+def read_bytes(path):
+    """Return the bytes of a file; a RagError says why they cannot be had."""
     try:
         with open(path, "rb") as f:
             # read(n) sets aside n bytes before reading, which costs more than reading a small file:
@@ -244,17 +301,15 @@ def read_text(path):
             size = os.fstat(f.fileno()).st_size
             data = f.read() if 0 < size <= MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
-        reason = "a broken link" if os.path.islink(path) else (e.strerror or str(e))
-        warn(f"skipped {path}: {reason}")
-        return None
+        raise RagError("a broken link" if os.path.islink(path) else (e.strerror or str(e))) from None
     if len(data) > MAX_FILE_BYTES:
-        warn(f"skipped {path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-        return None
-    return decode(data, path)
+        raise RagError(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
+    return data
 
 
 def decode(data, path):
-    """Return text from bytes: UTF-8 (BOM or not), UTF-16 or UTF-32 with a BOM, else Windows-1252; None if binary."""
+    """Return text from bytes: UTF-8 (BOM or not), UTF-16 or UTF-32 with a BOM, else Windows-1252.
+    Binary data (NUL bytes) is a RagError."""
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8", "replace")
     if data.startswith((b"\xff\xfe\0\0", b"\0\0\xfe\xff")):
@@ -262,8 +317,7 @@ def decode(data, path):
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", "replace")
     if b"\0" in data:
-        warn(f"skipped {path}: binary (contains NUL bytes; if it is text, save it as UTF-8)")
-        return None
+        raise RagError("binary (contains NUL bytes; if it is text, save it as UTF-8)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -384,6 +438,22 @@ def html_paragraphs(markup, path):
     return [p for p in parser.paragraphs if p.text.strip("# ")]
 
 
+def read_plain(data, path):
+    """Return the paragraphs of a plain text, Markdown or reStructuredText file."""
+    return text_paragraphs(decode(data, path))
+
+
+def read_html(data, path):
+    """Return the paragraphs of an HTML page's visible text."""
+    return html_paragraphs(decode(data, path), path)
+
+
+# The readers, by file suffix: each takes a file's bytes and its path and returns its paragraphs, or
+# raises RagError to have the file skipped. The appendices add more formats here.
+READERS = {".txt": read_plain, ".md": read_plain, ".markdown": read_plain, ".rst": read_plain,
+           ".html": read_html, ".htm": read_html}
+
+
 # ---------------------------------------------------------------------------------------------------
 # Split: documents -> chunks. Paragraphs are grouped up to CHUNK_CHARS; a longer paragraph is cut at
 # sentence ends (else spaces); each chunk of a section starts with the tail of the one before, so a
@@ -447,7 +517,7 @@ def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
     room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
     for heading, paragraphs in sections(document.paragraphs):
         group, size, lead = [], 0, []
-        for piece in [piece for p in paragraphs for piece in windows(p, room)]:
+        for piece in [piece for p in paragraphs for piece in cut_paragraph(p, room)]:
             if group and size + len(piece.text) > room:  # full: close this chunk, start the next
                 chunks.append(make_chunk(document.source, heading, lead + group))
                 lead = tail(lead + group, overlap)
@@ -487,7 +557,7 @@ def tail(pieces, size):
     return []
 
 
-def windows(paragraph, size):
+def cut_paragraph(paragraph, size):
     """Return the paragraph as one piece, or cut into pieces of at most size characters."""
     text, pieces, start, line = paragraph.text, [], 0, paragraph.first_line
     if len(text) <= size and text == text.strip():
@@ -518,7 +588,6 @@ def cut_point(text, start, stop):
 def split_documents(documents, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
     """Return the chunks of all documents, in document order."""
     return [chunk for document in documents for chunk in split_document(document, budget, overlap)]
-
 
 # ---------------------------------------------------------------------------------------------------
 # Tokenize: text -> tokens. Words are lowercased, stop words dropped, the rest stemmed (Porter2), so
@@ -718,11 +787,11 @@ def stem(word):
     # Finally, turn any Y back into y.
     return word.replace("Y", "y")
 
-
 # ---------------------------------------------------------------------------------------------------
 # Score: BM25 over an inverted index, built once: for each token, the chunks that hold it. A token's
 # BM25 weights are worked out the first time a question asks for it, then kept, so a question only
-# walks the postings of its own tokens and does only additions.
+# walks the postings of its own tokens and does only additions. The relevance gate, last, says when
+# nothing found is worth showing to the model.
 # ---------------------------------------------------------------------------------------------------
 
 def bm25_idf(chunk_count, chunk_frequency):
@@ -743,8 +812,6 @@ class Index:
 
     def __init__(self, chunks):
         self.chunks = chunks
-        self.vectors = None          # a unit vector per chunk, when embeddings are used (see Embed)
-        self.embed_question = None   # question -> unit vector, likewise
         token_lists = [tokenize(chunk.heading + "\n" + chunk.text) for chunk in chunks]
         average_length = sum(map(len, token_lists)) / max(len(chunks), 1) or 1.0
         postings = {}  # token -> ([chunk numbers], [tf parts])
@@ -808,8 +875,25 @@ def relevance(index, tokens, score):
     return score / ideal if ideal else 0.0
 
 
+def refusal_reason(index, question, mode):
+    """Return why the model need not be asked (nothing relevant found by words), or None. In embedding
+    mode the model is always asked: meaning without shared words is what embeddings are for."""
+    if mode == "embedding":
+        return None
+    tokens = tokenize(question)
+    best = index.search(tokens, 1)
+    matched = relevance(index, tokens, best[0][1]) if best else 0.0
+    if matched >= MIN_RELEVANCE:
+        return None
+    why = (f"the best passage matches only {matched:.0%} of the question" if best
+           else "no passage shares a word with the question")
+    return f"the model was not asked: {why}"
+
+
 # ---------------------------------------------------------------------------------------------------
-# Ollama: where the server is, and the one function that talks to it over HTTP (urllib).
+# Model server: where it is, the one function that speaks HTTP (urllib), and the few things rag.py asks
+# of a server: vectors for texts, and a chat answer streamed. APIS lists each kind of server by those
+# functions; Ollama's own API is here, others come in the appendices.
 # ---------------------------------------------------------------------------------------------------
 
 def ollama_url(value, name="OLLAMA_HOST"):
@@ -833,7 +917,7 @@ def ollama_url(value, name="OLLAMA_HOST"):
         if not re.fullmatch(r"[\w.\-]*(:\d*)?|\[[\w:.%\-]+\](:\d*)?", address):  # a name, IPv4 or [IPv6]
             raise ValueError(address)
         parts = urllib.parse.urlsplit("//" + address)
-        port = parts.port or (11434 if not has_scheme else {"http": 80, "https": 443}[scheme])
+        port = parts.port or (OLLAMA_PORT if not has_scheme else {"http": 80, "https": 443}[scheme])
     except ValueError:
         raise RagError(f"{name} {value!r}: not a host[:port]", 2) from None
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", None: "127.0.0.1"}.get(parts.hostname, parts.hostname)
@@ -849,7 +933,7 @@ def is_loopback(url):
     return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
-def post_json(url, payload, timeout):
+def http_request(url, payload, timeout):
     """Send a request (POST with a JSON body, GET without one); return the open HTTP response.
 
     Failures become RagError with a message that says what to do. Loopback addresses bypass any
@@ -866,7 +950,7 @@ def post_json(url, payload, timeout):
     try:
         return opener.open(request, timeout=timeout)
     except urllib.error.HTTPError as e:
-        raise http_error(e, payload) from None
+        raise ollama_error(e, payload) from None
     except urllib.error.URLError as e:
         reason = getattr(e.reason, "strerror", None) or str(e.reason)
         if "CERTIFICATE_VERIFY_FAILED" in str(e.reason):  # a company's TLS-inspecting proxy, say
@@ -883,7 +967,7 @@ def post_json(url, payload, timeout):
                        f"({type(e).__name__}). Is it restarting? Try again.") from None
 
 
-def http_error(error, payload):
+def ollama_error(error, payload):
     """Return a RagError for an HTTP error status from Ollama, saying what to do about it."""
     body = error.read().decode("utf-8", "replace")
     try:
@@ -895,7 +979,7 @@ def http_error(error, payload):
     model = (payload or {}).get("model", "")
     if error.code == 404 and from_ollama and model:
         message = (f"model {model!r} is not on the Ollama server. Pull it with "
-                   f"`ollama pull {model}`{available_models(error.url)}")
+                   f"`ollama pull {model}`{available_models(error.url.split('/api/')[0])}")
     elif error.code == 404:
         message = f"{error.url} does not exist ({text}): is this an Ollama server, and a recent one?"
     elif not from_ollama:
@@ -914,7 +998,7 @@ def http_error(error, payload):
 def ask_json(url, payload, timeout):
     """Send a request and return the JSON object of the whole reply. A reply cut off, or anything
     but a JSON object, is a RagError like every other failure."""
-    with post_json(url, payload, timeout) as response, reading_from(url.split("/api/")[0], timeout):
+    with http_request(url, payload, timeout) as response, reading_from(url.split("/api/")[0], timeout):
         return json_object(response.read().decode("utf-8", "replace"), url)  # read() notices a reply cut short
 
 
@@ -951,18 +1035,92 @@ def read_lines(response, server, timeout):
             yield raw.decode("utf-8", "replace")
 
 
-def available_models(url):
+def available_models(server):
     """Return "; the server has: a, b" from /api/tags, or "" when that cannot be had."""
     try:
-        reply = ask_json(url.split("/api/")[0] + "/api/tags", None, CONNECT_TIMEOUT)
-        names = sorted(model["name"] for model in reply["models"])
+        names = sorted(model["name"] for model in ask_json(server + "/api/tags", None, CONNECT_TIMEOUT)["models"])
     except (RagError, KeyError, TypeError):
         return ""
     return "; the server has: " + (", ".join(names) if names else "no models yet")
 
 
+def ollama_embed(server, model, texts, labels, timeout, shortened=False):
+    """Return a vector for each text from /api/embed. A text longer than the model takes is shortened
+    until it fits, with one warning; a server older than /api/embed is asked through /api/embeddings."""
+    payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
+    try:
+        vectors = ask_json(server + "/api/embed", payload, timeout)["embeddings"]
+    except RagError as e:
+        if e.status == 404 and "model" not in e.detail:  # no such endpoint: Ollama before 0.2.6
+            return [ollama_embed_legacy(server, model, text, timeout) for text in texts]
+        if e.status not in (400, 500) or "length" not in e.detail:
+            raise
+        if len(texts) > 1:  # find the text that is too long: ask for each one alone
+            return [v for i in range(len(texts)) for v in ollama_embed(server, model, texts[i:i + 1], labels[i:i + 1], timeout)]
+        shorter = texts[0][:len(texts[0]) * 3 // 4].rsplit(" ", 1)[0]
+        return ollama_embed(server, model, [shorter], labels, timeout, shortened=True)
+    except (KeyError, TypeError):
+        raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
+    if shortened:  # said once, when it fits
+        warn(f"{labels[0]} is too long for {model}; embedding its first {len(texts[0])} characters only")
+    return vectors
+
+
+def ollama_embed_legacy(server, model, text, timeout):
+    """Return the vector of one text from the old /api/embeddings."""
+    try:
+        return ask_json(server + "/api/embeddings", {"model": model, "prompt": text}, timeout)["embedding"]
+    except (KeyError, TypeError):
+        raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {server} Ollama?") from None
+
+
+def ollama_chat_request(config, messages, prompt_tokens):
+    """Return the /api/chat request: low temperature, and a context window (num_ctx) that holds prompt
+    and answer (Ollama's default window is 2048-4096 tokens, and it cuts a longer prompt without a word)."""
+    needed = prompt_tokens + ANSWER_TOKENS
+    options = {"temperature": TEMPERATURE, "num_ctx": max(MIN_NUM_CTX, -(-needed // NUM_CTX_STEP) * NUM_CTX_STEP),
+               "num_predict": ANSWER_TOKENS}
+    return Request(config.server + "/api/chat",
+                   {"model": config.model, "messages": messages, "stream": True, "options": options})
+
+
+def ollama_chat(request, timeout, final):
+    """Yield the answer's text from /api/chat as it arrives (NDJSON lines, each with a piece of the
+    message). The last line's counts go into the dict final: prompt_tokens, window, and length when the
+    answer was cut at its token limit."""
+    server = request.url.split("/api/")[0]
+    try:
+        with http_request(server + "/api/version", None, CONNECT_TIMEOUT):  # is anybody there? (short wait)
+            pass
+    except RagError as e:
+        if e.detail != "timeout":
+            raise
+        raise RagError(f"Ollama at {server} accepts connections but did not answer within "
+                       f"{CONNECT_TIMEOUT:g} s: it seems stuck. Restart it (`ollama serve`).") from None
+    with http_request(request.url, request.body, timeout) as response:
+        for line in read_lines(response, server, timeout):
+            if not line.strip():
+                continue
+            item = json_object(line, request.url)
+            if "error" in item:
+                raise RagError(f"Ollama stopped with an error while answering: {item['error']}")
+            yield (item.get("message") or {}).get("content") or ""  # "thinking" is not the answer
+            if item.get("done"):
+                final.update(prompt_tokens=item.get("prompt_eval_count", 0), window=request.body["options"]["num_ctx"],
+                             length=item.get("done_reason") == "length")
+                return
+    raise RagError("the answer ended before Ollama said it was done (did the server stop?). Try again.")
+
+
+# The kinds of model server, each by the three things rag.py asks of it (an appendix adds another):
+#   embed(server, model, texts, labels, timeout) -> a vector (a list of numbers) per text
+#   chat_request(config, messages, prompt_tokens) -> the Request to send
+#   chat(request, timeout, final) -> the answer's text in pieces as they arrive; fills the dict final
+APIS = {"ollama": {"embed": ollama_embed, "chat_request": ollama_chat_request, "chat": ollama_chat}}
+
+
 # ---------------------------------------------------------------------------------------------------
-# Embed: chunks and questions -> vectors from Ollama's /api/embed, kept in a cache on disk so that
+# Embed: chunks and questions -> vectors from the model server, kept in a cache on disk so that
 # unchanged text is never embedded twice. Vectors are stored normalized (length 1), so the cosine
 # similarity of two vectors is just their dot product.
 # ---------------------------------------------------------------------------------------------------
@@ -989,39 +1147,6 @@ def unit_vector(values):
     """Return values scaled to length 1 as a compact float32 array (4 bytes a number)."""
     length = math.sqrt(dot(values, values)) or 1.0
     return array("f", [x / length for x in values])
-
-
-def embed_batch(server, model, texts, labels, timeout, shortened=False):
-    """Return unit vectors for a few texts from /api/embed. A text longer than the model takes is
-    shortened until it fits, with one warning; a server older than /api/embed is asked through
-    /api/embeddings."""
-    payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
-    try:
-        vectors = [unit_vector(vector) for vector in ask_json(server + "/api/embed", payload, timeout)["embeddings"]]
-    except RagError as e:
-        if e.status == 404 and "model" not in e.detail:  # no such endpoint: Ollama before 0.2.6
-            return [embed_legacy(server, model, text, timeout) for text in texts]
-        if e.status not in (400, 500) or "length" not in e.detail:
-            raise
-        if len(texts) > 1:  # find the text that is too long: ask for each one alone
-            return [v for i in range(len(texts)) for v in embed_batch(server, model, texts[i:i + 1], labels[i:i + 1], timeout)]
-        shorter = texts[0][:len(texts[0]) * 3 // 4].rsplit(" ", 1)[0]
-        return embed_batch(server, model, [shorter], labels, timeout, shortened=True)
-    except (ValueError, KeyError, TypeError):
-        raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
-    if len(vectors) != len(texts):
-        raise RagError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts; try again")
-    if shortened:  # said once, when it fits
-        warn(f"{labels[0]} is too long for {model}; embedding its first {len(texts[0])} characters only")
-    return vectors
-
-
-def embed_legacy(server, model, text, timeout):
-    """Return the unit vector of one text from the old /api/embeddings (its vectors are not unit)."""
-    try:
-        return unit_vector(ask_json(server + "/api/embeddings", {"model": model, "prompt": text}, timeout)["embedding"])
-    except (ValueError, KeyError, TypeError):
-        raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {server} Ollama?") from None
 
 
 def show_progress(done, total, started):
@@ -1156,7 +1281,41 @@ def default_cache_folder():
     return os.path.join(base, "rag.py")
 
 
-def chunk_vectors(chunks, cache, server, timeout, retried=False):
+@dataclass(frozen=True)
+class Embeddings:
+    """What the embedding and hybrid rankings need: the chunks' vectors, and how to embed a question."""
+    vectors: list              # a unit vector per chunk, in the index's order
+    cache: EmbeddingCache      # where question vectors are kept
+    config: Config             # which server and model embed
+
+
+def use_embeddings(index, config):
+    """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
+    mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search."""
+    path = cache_path(config.cache, config.embed_model, config.docs) if config.cache else None
+    cache = EmbeddingCache(path, config.embed_model)
+    try:
+        return Embeddings(chunk_vectors(index.chunks, cache, config), cache, config), config.mode
+    except RagError as e:
+        if config.mode != "hybrid":
+            raise
+        warn(f"searching by words only: no embeddings ({e})")
+        return None, "lexical"
+
+
+def embed_texts(config, texts, labels):
+    """Return a unit vector for each text, from the configured server and embedding model."""
+    vectors = APIS[config.api]["embed"](config.server, config.embed_model, texts, labels, config.timeout)
+    try:
+        vectors = [unit_vector(vector) for vector in vectors]
+    except (TypeError, ValueError):  # not lists of numbers
+        raise RagError(f"the embeddings from {config.server} are not lists of numbers; is it the server meant?") from None
+    if len(vectors) != len(texts):
+        raise RagError(f"{config.server} returned {len(vectors)} vectors for {len(texts)} texts; try again")
+    return vectors
+
+
+def chunk_vectors(chunks, cache, config, retried=False):
     """Return a unit vector per chunk: from the cache, else embedded now in batches and cached.
 
     A first run over many documents can take an hour, so the cache is written every SAVE_SECONDS
@@ -1171,7 +1330,7 @@ def chunk_vectors(chunks, cache, server, timeout, retried=False):
             batch = missing[start:start + EMBED_BATCH]
             texts = [prefix + chunk.text for _, chunk in batch]
             labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
-            cache.add("chunks", [key for key, _ in batch], embed_batch(server, cache.model, texts, labels, timeout))
+            cache.add("chunks", [key for key, _ in batch], embed_texts(config, texts, labels))
             show_progress(start + len(batch), len(missing), started)
             if time.monotonic() - saved > SAVE_SECONDS:
                 cache.save()
@@ -1181,46 +1340,47 @@ def chunk_vectors(chunks, cache, server, timeout, retried=False):
     if any(key not in cache.chunks for key in cache.chunk_keys):
         if retried:  # the vector size changed during the run, and the old vectors were dropped
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
-        return chunk_vectors(chunks, cache, server, timeout, retried=True)
+        return chunk_vectors(chunks, cache, config, retried=True)
     return [cache.chunks[key] for key in cache.chunk_keys]
 
 
-def question_vector(question, cache, server, timeout):
+def question_vector(question, embeddings):
     """Return the unit vector of a question, from the cache when it was asked before."""
+    cache = embeddings.cache
     text = embed_prefixes(cache.model)[0] + question
     key = text_key(text)
     if key in cache.questions:
         cache.questions[key] = cache.questions.pop(key)  # most recently used last
     else:
-        cache.add("questions", [key], embed_batch(server, cache.model, [text], ["the question"], timeout))
+        cache.add("questions", [key], embed_texts(embeddings.config, [text], ["the question"]))
     return cache.questions[key]
 
 
 # ---------------------------------------------------------------------------------------------------
 # Retrieve: question -> hits, by words (lexical), by meaning (embedding), or both weighed (hybrid).
-# Each way is a function that returns [(chunk number, score)], best first; the dict names them.
+# Each way is a function that returns [(chunk number, score)], best first; RANKINGS names them.
 # ---------------------------------------------------------------------------------------------------
 
-def lexical_ranking(index, question, depth):
+def lexical_ranking(index, question, depth, embeddings=None):
     """Return the depth best chunks by BM25."""
     return index.search(tokenize(question), depth)
 
 
-def embedding_ranking(index, question, depth):
+def embedding_ranking(index, question, depth, embeddings):
     """Return the depth best chunks by cosine similarity of their vectors to the question's."""
-    scores = cosines(index, question, range(len(index.chunks)))
+    scores = cosines(embeddings, question, range(len(index.chunks)))
     best = sorted(scores, key=scores.get, reverse=True)[:depth]  # stable: ties stay in chunk order
     return [(number, scores[number]) for number in best]
 
 
-def cosines(index, question, numbers):
+def cosines(embeddings, question, numbers):
     """Return {chunk number: cosine similarity to the question} for the chunks numbered (unit vectors)."""
-    query = list(index.embed_question(question))  # a list is read faster than an array (same size: the cache checks)
-    vectors = index.vectors
+    query = list(question_vector(question, embeddings))  # a list is read faster than an array (same size: the cache checks)
+    vectors = embeddings.vectors
     return {number: dot(query, vectors[number]) for number in numbers}
 
 
-def hybrid_ranking(index, question, depth):
+def hybrid_ranking(index, question, depth, embeddings):
     """Return the depth best chunks by a weighted sum of lexical relevance and cosine similarity
     (a convex combination: Bruch, Gai & Ingber 2023).
 
@@ -1236,12 +1396,15 @@ def hybrid_ranking(index, question, depth):
     wanted = max(depth, FUSION_DEPTH)
     by_words = dict(index.search(tokens, wanted))
     candidates = list(by_words) if len(by_words) == wanted else range(len(index.chunks))
-    cosine = cosines(index, question, candidates)
+    cosine = cosines(embeddings, question, candidates)
     ideal = ideal_score(index, tokens) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
               for number in candidates}
     best = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:depth]  # ties: the earlier chunk
     return [(number, scores[number]) for number in best]
+
+
+RANKINGS = {"lexical": lexical_ranking, "embedding": embedding_ranking, "hybrid": hybrid_ranking}
 
 
 def interleave(rankings):
@@ -1256,9 +1419,6 @@ def interleave(rankings):
             if position < len(ranking):
                 merged.setdefault(*ranking[position])
     return list(merged.items())
-
-
-RANKINGS = {"lexical": lexical_ranking, "embedding": embedding_ranking, "hybrid": hybrid_ranking}
 
 
 # A compound question asks several questions: split it after a question mark, and at "and" + a
@@ -1282,21 +1442,35 @@ def sub_queries(question):
     return parts if len(parts) > 1 and all(IS_QUESTION.match(part) for part in parts) else []
 
 
-def retrieve(index, question, k=TOP_K, mode="lexical"):
-    """Return the k best hits for the question, best first. A compound question is also asked
-    part by part, and the rankings of the whole and of the parts take turns, so each part gets hits."""
+def rank(index, question, k, mode, embeddings=None):
+    """Return the k best hits for the question by one mode, best first. A compound question is also
+    asked part by part, and the rankings of the whole and of the parts take turns, so each part gets hits."""
     ranking_of = RANKINGS[mode]
     parts = sub_queries(question)
     if parts:
-        ranking = interleave([ranking_of(index, query, k) for query in [question] + parts])[:k]
+        ranking = interleave([ranking_of(index, query, k, embeddings) for query in [question] + parts])[:k]
     else:
-        ranking = ranking_of(index, question, k)
-    return [Hit(rank, score, index.chunks[number]) for rank, (number, score) in enumerate(ranking, 1)]
+        ranking = ranking_of(index, question, k, embeddings)
+    return [Hit(position, score, index.chunks[number]) for position, (number, score) in enumerate(ranking, 1)]
+
+
+def retrieve(index, question, config, embeddings=None):
+    """Return (hits, mode): the config.k best hits for the question, and the mode that found them. In
+    hybrid mode, a question that cannot be embedded (the server went away) is searched by words, and
+    so are the later ones: the mode returned says so, and the warning is given once."""
+    try:
+        return rank(index, question, config.k, config.mode, embeddings), config.mode
+    except RagError as e:
+        if config.mode != "hybrid":
+            raise
+        warn(f"searching by words only from now on: the question could not be embedded ({e})")
+        return rank(index, question, config.k, "lexical"), "lexical"
 
 
 # ---------------------------------------------------------------------------------------------------
-# Prompt: question + hits -> the messages for the model. Rules in the system message, the numbered
-# sources and the question in the user message. Only text that fits the context budget is sent.
+# Prompt: question + hits -> the request for the model. Rules in the system message, the numbered
+# passages ("sources" to the model) and the question in the user message. Only what fits the context
+# budget is sent; when nothing relevant was found, the model is not asked at all.
 # ---------------------------------------------------------------------------------------------------
 
 SYSTEM_RULES = f"""You answer questions using only the numbered sources in the user's message.
@@ -1328,7 +1502,7 @@ def fit_hits(hits, question, budget):
     used = estimate_tokens(SYSTEM_RULES + question) + 20  # 20: "Sources:", "Question:"
     kept = []
     for hit in hits:
-        cost = estimate_tokens(source_block(len(kept) + 1, hit.chunk))
+        cost = estimate_tokens(passage_block(len(kept) + 1, hit.chunk))
         if used + cost <= budget:
             kept.append(Hit(len(kept) + 1, hit.score, hit.chunk))
             used += cost
@@ -1351,7 +1525,7 @@ def neutralize(text):
     return re.sub(r"<(/?)\s*(source)", r"<\1 \2", "".join(parts), flags=re.IGNORECASE)
 
 
-def source_block(number, chunk):
+def passage_block(number, chunk):
     """Return one numbered source: a delimited block with a label line, then the chunk's text.
 
     Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines and late submissions\n...</source>
@@ -1365,53 +1539,35 @@ def source_block(number, chunk):
 
 def build_messages(question, hits):
     """Return the chat messages: the rules, then the numbered sources and the question."""
-    sources = "\n\n".join(source_block(n, hit.chunk) for n, hit in enumerate(hits, 1))
+    sources = "\n\n".join(passage_block(n, hit.chunk) for n, hit in enumerate(hits, 1))
     user = f"Sources:\n\n{sources}\n\nQuestion: {question}"
     return [{"role": "system", "content": SYSTEM_RULES}, {"role": "user", "content": user}]
 
 
-def chat_options(messages):
-    """Return the model options: low temperature, and a context window that holds prompt and answer
-    (Ollama's default window is 2048-4096 tokens, and it cuts a longer prompt without a word)."""
-    needed = sum(estimate_tokens(m["content"]) for m in messages) + ANSWER_TOKENS
-    return {"temperature": TEMPERATURE, "num_ctx": max(2048, -(-needed // 1024) * 1024),
-            "num_predict": ANSWER_TOKENS}
+def prompt_for(index, question, found, mode, config):
+    """Return the answer to be: the hits that fit the context budget and the chat request, or the
+    refusal without a request when nothing relevant was found by words."""
+    why = refusal_reason(index, question, mode)
+    if why:
+        return Answer(question, mode, found, text=REFUSAL, warnings=(why,))
+    hits = fit_hits(found, question, config.context - ANSWER_TOKENS)
+    if found and not hits:
+        raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
+                       f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
+                       "or shorten the question")
+    warnings = () if len(hits) == len(found) else (
+        f"only {len(hits)} of {len(found)} passages fit the {config.context}-token context budget; "
+        "a model with a larger context window can take more with --context",)
+    messages = build_messages(question, hits)
+    prompt_tokens = sum(estimate_tokens(message["content"]) for message in messages)
+    request = APIS[config.api]["chat_request"](config, messages, prompt_tokens)
+    return Answer(question, mode, found, hits, request, warnings=warnings)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Generate: messages -> answer, from Ollama's /api/chat, streamed. Only post_json touches the network.
+# Generate: the request -> the answer, streamed from the model server, with thinking removed and its
+# citations checked. ask(), last, is one question's whole journey through the stages above.
 # ---------------------------------------------------------------------------------------------------
-
-def stream_chat(server, model, messages, options, timeout, final):
-    """Yield the answer's text from /api/chat as it arrives, without a reasoning model's thinking.
-    The stream's last object (done_reason, prompt_eval_count, ...) is stored into the dict final."""
-    try:
-        with post_json(server + "/api/version", None, CONNECT_TIMEOUT):  # is anybody there? (short wait)
-            pass
-    except RagError as e:
-        if e.detail != "timeout":
-            raise
-        raise RagError(f"Ollama at {server} accepts connections but did not answer within "
-                       f"{CONNECT_TIMEOUT:g} s: it seems stuck. Restart it (`ollama serve`).") from None
-    payload = {"model": model, "messages": messages, "stream": True, "options": options}
-    with post_json(server + "/api/chat", payload, timeout) as response:
-        yield from without_thinking(chat_pieces(response, server, timeout, final))
-
-
-def chat_pieces(response, server, timeout, final):
-    """Yield the message text of each streamed line (NDJSON) until the line that says done."""
-    for line in read_lines(response, server, timeout):
-        if not line.strip():
-            continue
-        item = json_object(line, server + "/api/chat")
-        if "error" in item:
-            raise RagError(f"Ollama stopped with an error while answering: {item['error']}")
-        yield (item.get("message") or {}).get("content") or ""  # "thinking" is not the answer
-        if item.get("done"):
-            final.update(item)
-            return
-    raise RagError("the answer ended before Ollama said it was done (did the server stop?). Try again.")
-
 
 def without_thinking(pieces):
     """Yield the text of pieces with <think>...</think> blocks removed, even when a tag is split
@@ -1435,22 +1591,22 @@ def without_thinking(pieces):
         yield buffer
 
 
-def check_citations(answer, source_count):
-    """Return (cited source numbers in order, warnings) for an answer given source_count sources."""
-    if is_refusal(answer):
+def check_citations(text, count):
+    """Return (the cited passage numbers in order, warnings) for an answer's text given count passages."""
+    if is_refusal(text):
         return [], []
     cited = []
-    for group in CITATION.findall(without_code(answer)):  # x[1] in code cites nothing
+    for group in CITATION.findall(without_code(text)):  # x[1] in code cites nothing
         for item in group.split(","):
             first, _, last = item.replace("–", "-").partition("-")
             first, last = sorted((int(first), int(last or first)))
             cited += range(first, min(last, first + 20) + 1)  # [1-3]: 1, 2, 3
     cited = list(dict.fromkeys(cited))
     warnings = []
-    invalid = [n for n in cited if not 1 <= n <= source_count]
+    invalid = [n for n in cited if not 1 <= n <= count]
     if invalid:
         warnings.append(f"the answer cites {', '.join(f'[{n}]' for n in invalid)}, but only sources "
-                        f"[1]-[{source_count}] were given: do not trust it")
+                        f"[1]-[{count}] were given: do not trust it")
     if not cited:
         warnings.append("the answer cites no source: check it against the passages (--search)")
     return [n for n in cited if n not in invalid], warnings
@@ -1461,9 +1617,9 @@ def without_code(text):
     return "".join(CODE.split(text)[::2])
 
 
-def is_refusal(answer):
-    """True when the answer is the refusal sentence, give or take a few words, citations and bold marks."""
-    bare = normalized(re.sub(r"[*_`]", "", CITATION.sub("", answer)))
+def is_refusal(text):
+    """True when the text is the refusal sentence, give or take a few words, citations and bold marks."""
+    bare = normalized(re.sub(r"[*_`]", "", CITATION.sub("", text)))
     rest = bare.replace(normalized(REFUSAL), " ", 1)  # "Sorry, ...", but no fact, no number
     return normalized(REFUSAL) in bare and len(re.findall(r"\w+", rest)) <= 3 and not re.search(r"\d", rest)
 
@@ -1473,9 +1629,51 @@ def normalized(text):
     return " ".join(text.lower().split()).strip(" .!\"'“”")
 
 
+def window_warnings(final):
+    """Return warnings about what the server's final counts show: a prompt as long as the context window
+    was probably cut by the server; an answer stopped at its token limit is cut short."""
+    warnings = []
+    if final.get("window") and final.get("prompt_tokens", 0) >= final["window"]:
+        warnings.append(f"the prompt filled the model's whole context window ({final['window']} tokens), "
+                        "so the server probably dropped part of the sources: try a smaller -k")
+    if final.get("length"):
+        warnings.append(f"the answer reached the {ANSWER_TOKENS}-token limit and is cut short")
+    return warnings
+
+
+def generate(answer, config, on_text=None):
+    """Return the answer with the model's text, citations and warnings. Each piece of text goes to
+    on_text as it arrives; a failure midway keeps the text so far, with the failure."""
+    pieces, final = [], {}
+    try:
+        for piece in without_thinking(APIS[config.api]["chat"](answer.request, config.timeout, final)):
+            pieces.append(piece)
+            if on_text:
+                on_text(piece)
+    except (RagError, KeyboardInterrupt) as e:  # Ctrl-C stops this answer; the caller decides what next
+        return replace(answer, text="".join(pieces).strip(), failure=e)
+    text = "".join(pieces).strip()
+    citations, warnings = check_citations(text, len(answer.hits))
+    return replace(answer, text=text, citations=citations,
+                   warnings=answer.warnings + tuple(warnings + window_warnings(final)))
+
+
+def ask(index, question, config, embeddings=None, on_text=None):
+    """Answer one question: retrieve the hits, build the prompt (or refuse when nothing relevant was
+    found), ask the model unless config.send is False, and check the answer's citations."""
+    answer = Answer(question, config.mode, [])
+    try:
+        found, mode = retrieve(index, question, config, embeddings)         # Retrieve
+        answer = prompt_for(index, question, found, mode, config)            # Prompt (and Score's gate)
+    except (RagError, KeyboardInterrupt) as e:
+        return replace(answer, failure=e)
+    if answer.request is None or not config.send:
+        return answer
+    return generate(answer, config, on_text)                                 # Generate
+
+
 # ---------------------------------------------------------------------------------------------------
-# Explain and evaluate: --explain shows every stage for one question; --eval measures retrieval (and
-# with --answer the model) on a file of questions with their expected sources.
+# Output: hits, answers and requests, printed for people (COLUMNS wide) or as one JSON line each.
 # ---------------------------------------------------------------------------------------------------
 
 def chunk_label(chunk):
@@ -1483,8 +1681,104 @@ def chunk_label(chunk):
     return f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" + (f"  ({chunk.heading})" if chunk.heading else "")
 
 
-def explain(index, question, args):
-    """Print each stage of answering a question, as it happens, 100 columns wide."""
+def print_hits(question, hits, as_json):
+    """Print the hits: one JSON line, or a readable ranked list with excerpts."""
+    if as_json:
+        print(json_line(question, hits), flush=True)
+        return
+    if not hits:
+        print("No passage shares a word with the question.")
+    for hit in hits:
+        print(f"[{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
+        print(textwrap.fill(excerpt(hit.chunk.text, question), COLUMNS, initial_indent="    ",
+                            subsequent_indent="    "))
+    sys.stdout.flush()
+
+
+def excerpt(text, question, size=EXCERPT_CHARS):
+    """Return about size characters of text, from the sentence that shares most tokens with the question."""
+    wanted = set(tokenize(question))
+    sentences = [s for s in SENTENCE_END.split(" ".join(text.split())) if s]
+    best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
+    shown = " ".join(sentences[best:])
+    return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
+
+
+def print_text(piece):
+    """Print a piece of the answer as it arrives."""
+    print(piece, end="", flush=True)
+
+
+def print_answer(answer, as_json):
+    """Print an answer (after its text, if that was streamed with print_text), its warnings, and the
+    passages it cites; or, when the model failed, what there is instead."""
+    if as_json:
+        return print_answer_json(answer)
+    if answer.failure:
+        if answer.text:
+            print("\n[answer cut short]", flush=True)
+        elif isinstance(answer.failure, RagError) and answer.hits:  # the passages often answer on their own
+            print("The model could not be asked; these are the passages it would have read:")
+            print_hits(answer.question, answer.hits, False)
+        return
+    print() if answer.request else print(answer.text)  # an answer from the model was streamed already
+    for warning in answer.warnings:
+        warn(warning)
+    if answer.citations:
+        print("\nSources:")
+    for number in answer.citations:
+        print(f"  [{number}] {chunk_label(answer.hits[number - 1].chunk)}")
+    sys.stdout.flush()
+
+
+def print_answer_json(answer):
+    """Print an answer as the JSON contract's line: the hits given, the answer, and what went wrong."""
+    if answer.failure:
+        failure = "interrupted" if isinstance(answer.failure, KeyboardInterrupt) else str(answer.failure)
+        line = json_line(answer.question, answer.hits, answer=answer.text or None, citations=[],
+                         warnings=list(answer.warnings), error=failure)
+    else:
+        line = json_line(answer.question, answer.hits, answer=answer.text, citations=list(answer.citations),
+                         warnings=list(answer.warnings))
+    print(line, flush=True)
+
+
+def print_prompt(request, as_json):
+    """Print the chat request exactly as it is sent: as JSON, or readable with each message in full."""
+    if as_json:
+        print(json.dumps(request.body))  # \u escapes: any console can show them
+        return
+    print(f"POST {request.url}")
+    for key, value in request.body.items():
+        if key != "messages":
+            print(f"{key}: {json.dumps(value)}")
+    for message in request.body["messages"]:
+        print(f"--- {message['role']} ---\n{message['content']}")
+
+
+def json_line(question, hits, **extra):
+    """Return the JSON contract's object for one question: question, hits, then any extra fields."""
+    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s}' % (hit.rank, hit.score, chunk_json(hit.chunk))
+                          for hit in hits)
+    extra_json = "".join(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in extra.items())
+    return '{"question": %s, "hits": [%s]%s}' % (json.dumps(question), hits_json, extra_json)
+
+
+@lru_cache(maxsize=None)
+def chunk_json(chunk):
+    """Return a chunk's fields of a hit as JSON members: a chunk found again is not encoded again."""
+    return json.dumps({"source": chunk.source, "heading": chunk.heading,
+                       "lines": [chunk.first_line, chunk.last_line], "text": chunk.text})[1:-1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Explain and evaluate: --explain shows every stage for one question; --eval measures retrieval (and
+# with --answer the model) on a file of questions with their expected sources.
+# ---------------------------------------------------------------------------------------------------
+
+def explain(index, question, config, embeddings=None, search_only=False):
+    """Print each stage of a question's journey as it happens, up to the request for the model; return
+    the answer to be, for generate() to complete (with search_only, just the hits found)."""
     stage("Question")
     print("  " + question)
     parts = sub_queries(question)
@@ -1492,51 +1786,59 @@ def explain(index, question, args):
     print("\n".join(f"  {n}. {part}" for n, part in enumerate(parts, 1)) if parts
           else "  none: it asks one thing")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
-    print(textwrap.fill("   ".join(token_story(question)), 100, initial_indent="  ", subsequent_indent="  "))
-    hits = find_hits(index, question, args)
-    stage(f"Top {len(hits)} chunks by {args.mode} search")
+    print(wrapped("   ".join(token_story(question)), "  ", "  "))
+    found, mode = retrieve(index, question, config, embeddings)
+    explain_hits(index, question, found, mode, embeddings)
+    if search_only:
+        return Answer(question, mode, found)
+    answer = prompt_for(index, question, found, mode, config)
+    if answer.request is None:
+        stage("Prompt")
+        print(f"  none: {answer.warnings[0]}")
+        return answer
+    stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
+    for number, hit in enumerate(answer.hits, 1):
+        print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit.chunk))} tokens")
+    prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
+    print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
+    stage("Prompt")
+    print_prompt(answer.request, False)
+    return answer
+
+
+def explain_hits(index, question, hits, mode, embeddings):
+    """Print the hits with how each scored: BM25 by token, and in hybrid mode both ranks and the cosine."""
+    stage(f"Top {len(hits)} chunks by {mode} search")
     numbers = {id(chunk): number for number, chunk in enumerate(index.chunks)}
     ranks = {}
-    if args.mode == "hybrid":  # where each way alone ranks the chunk
-        ranks = {mode: {number: rank for rank, (number, _)
-                        in enumerate(RANKINGS[mode](index, question, FUSION_DEPTH), 1)}
-                 for mode in ("lexical", "embedding")}
+    if mode == "hybrid":  # where each way alone ranks the chunk
+        ranks = {way: {number: rank for rank, (number, _) in
+                       enumerate(RANKINGS[way](index, question, FUSION_DEPTH, embeddings), 1)}
+                 for way in ("lexical", "embedding")}
     tokens = list(dict.fromkeys(tokenize(question)))
     for hit in hits:
-        chunk_number, chunk = numbers[id(hit.chunk)], hit.chunk
-        print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(chunk)}")
-        weights = {token: index.weight(token, chunk_number) for token in tokens}
-        parts_of_score = [f"{token} {weight:.2f}" for token, weight in weights.items() if weight]
-        line = f"{' + '.join(parts_of_score)} = {sum(weights.values()):.2f}" if parts_of_score else "no shared token"
-        if args.mode == "hybrid":
-            cosine = cosines(index, question, [chunk_number])[chunk_number]
-            line = (f"lexical #{ranks['lexical'].get(chunk_number, '-')} ({line}); embedding "
-                    f"#{ranks['embedding'].get(chunk_number, '-')} (cosine {cosine:.3f}); hybrid {hit.score:.4f}")
-        elif args.mode == "embedding":
+        number = numbers[id(hit.chunk)]
+        print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
+        weights = {token: index.weight(token, number) for token in tokens}
+        parts = [f"{token} {weight:.2f}" for token, weight in weights.items() if weight]
+        line = f"{' + '.join(parts)} = {sum(weights.values()):.2f}" if parts else "no shared token"
+        if mode == "hybrid":
+            line = (f"lexical #{ranks['lexical'].get(number, '-')} ({line}); embedding "
+                    f"#{ranks['embedding'].get(number, '-')} (cosine "
+                    f"{cosines(embeddings, question, [number])[number]:.3f}); hybrid {hit.score:.4f}")
+        elif mode == "embedding":
             line = f"cosine {hit.score:.3f}"
-        print(textwrap.fill(line, 100, initial_indent="      ", subsequent_indent="        "))
-    if args.search:
-        return
-    why = not_asking_reason(index, question, args.mode)
-    if why:
-        stage("Prompt")
-        print(f"  none: {why}")
-        return
-    hits, messages, options, _ = prepare(index, question, args)
-    stage(f"Sent to the model: {len(hits)} chunks within the {args.context}-token context budget")
-    for source_number, hit in enumerate(hits, 1):
-        tokens_used = estimate_tokens(source_block(source_number, hit.chunk))
-        print(f"  [{source_number}] {chunk_label(hit.chunk)}  ~{tokens_used} tokens")
-    prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
-    print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer -> num_ctx {options['num_ctx']}")
-    stage("Prompt")
-    print_prompt(args.server, args.model, messages, options, False)
-    stage("Answer")
+        print(wrapped(line, "      ", "        "))
+
+
+def wrapped(text, first_indent, indent):
+    """Return text wrapped to COLUMNS, its first line indented by first_indent, the others by indent."""
+    return textwrap.fill(text, COLUMNS, initial_indent=first_indent, subsequent_indent=indent)
 
 
 def stage(title):
     """Print the heading of one stage of --explain."""
-    print(f"\n== {title} " + "=" * max(0, 96 - len(title)))
+    print(f"\n== {title} " + "=" * max(0, COLUMNS - 4 - len(title)))
 
 
 def token_story(text):
@@ -1583,70 +1885,69 @@ def is_expected(chunk, expected):
     return (source.endswith(name) or name.endswith(source)) and heading.strip().lower() in chunk.heading.lower()
 
 
-def evaluate(index, cases, args):
-    """Return the --eval report: hit rate at k and mean reciprocal rank over the answerable questions,
-    the misses with what came back instead, and with --answer what the model did."""
+def evaluate(index, cases, path, config, embeddings=None):
+    """Return the --eval report of the cases read from path: hit rate at k and mean reciprocal rank over
+    the answerable questions, the misses with what came back instead, and how many the gate refused."""
     answerable = [case for case in cases if case[2] != "-"]
-    # A misspelt file name would only ever count as a miss, and one that fits two files as a hit for
-    # either: both are errors.
-    for line, _, expected in answerable:
-        name = expected.partition("#")[0]
-        sources = sorted({chunk.source for chunk in index.chunks if is_expected(chunk, name)})
-        if not sources:
-            raise RagError(f"{args.eval}:{line}: no document is named {name!r} "
-                           f"(names look like {index.chunks[0].source!r})", 2)
-        if len(sources) > 1:
-            raise RagError(f"{args.eval}:{line}: {name!r} fits {len(sources)} documents "
-                           f"({', '.join(sources[:3])}): write more of its path", 2)
-    report = {"questions": len(cases), "answerable": len(answerable), "k": args.k, "mode": args.mode,
+    check_expected_names(index, answerable, path)
+    report = {"questions": len(cases), "answerable": len(answerable), "k": config.k, "mode": config.mode,
               "hit_rate": 0.0, "mrr": 0.0, "misses": [],
               "not_asked": {"unanswerable": 0, "answerable": 0}}
     reciprocal_ranks = []
     for line, question, expected in cases:
-        hits = retrieve(index, question, args.k, args.mode)  # no fallback: a report is of one mode
-        if not_asking_reason(index, question, args.mode):
+        hits = rank(index, question, config.k, config.mode, embeddings)  # no fallback: a report is of one mode
+        if refusal_reason(index, question, config.mode):
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
             continue
-        rank = next((hit.rank for hit in hits if is_expected(hit.chunk, expected)), None)
-        reciprocal_ranks.append(1 / rank if rank else 0.0)
-        if rank is None:
+        found = next((hit.rank for hit in hits if is_expected(hit.chunk, expected)), None)
+        reciprocal_ranks.append(1 / found if found else 0.0)
+        if found is None:
             got = [chunk_label(hit.chunk) for hit in hits[:3]]
             report["misses"].append({"line": line, "question": question, "expected": expected, "got": got})
     if answerable:
         report["hit_rate"] = round(sum(r > 0 for r in reciprocal_ranks) / len(answerable), 4)
         report["mrr"] = round(sum(reciprocal_ranks) / len(answerable), 4)
-    if args.answer:
-        report["answers"] = evaluate_answers(index, cases, args)
     return report
 
 
-def evaluate_answers(index, cases, args):
+def check_expected_names(index, cases, path):
+    """Raise a usage error for an expected source that names no document, or several: a misspelt name
+    would only ever count as a miss, and one that fits two files as a hit in either."""
+    for line, _, expected in cases:
+        name = expected.partition("#")[0]
+        sources = sorted({chunk.source for chunk in index.chunks if is_expected(chunk, name)})
+        if not sources:
+            raise RagError(f"{path}:{line}: no document is named {name!r} "
+                           f"(names look like {index.chunks[0].source!r})", 2)
+        if len(sources) > 1:
+            raise RagError(f"{path}:{line}: {name!r} fits {len(sources)} documents "
+                           f"({', '.join(sources[:3])}): write more of its path", 2)
+
+
+def evaluate_answers(index, cases, path, config, embeddings=None):
     """Ask the model every question; count what a reader must not trust."""
-    counts = {"model": args.model, "invalid_citations": 0, "no_citation": 0,
+    counts = {"model": config.model, "invalid_citations": 0, "no_citation": 0,
               "unanswerable_answered": 0, "answerable_refused": 0, "failed": 0}
     in_a_row = 0
     for number, (line, question, expected) in enumerate(cases):
-        try:
-            if not_asking_reason(index, question, args.mode):
-                text, citations, warnings = REFUSAL, [], []
-            else:
-                hits, messages, options, _ = prepare(index, question, args)
-                text = "".join(stream_chat(args.server, args.model, messages, options, args.timeout, {})).strip()
-                citations, warnings = check_citations(text, len(hits))
-        except RagError as e:  # one failed answer must not cost the whole report: count it and go on
-            warn(f"{args.eval}:{line}: {e}")
+        answer = ask(index, question, config, embeddings)
+        config = replace(config, mode=answer.mode)  # hybrid without embeddings goes on by words
+        if isinstance(answer.failure, KeyboardInterrupt):
+            raise answer.failure
+        if answer.failure:  # one failed answer must not cost the whole report: count it and go on
+            warn(f"{path}:{line}: {answer.failure}")
             counts["failed"] += 1
             in_a_row += 1
-            if in_a_row == 3:  # the server is down or stuck: do not wait on every question
+            if in_a_row == MAX_FAILURES_IN_A_ROW:  # the server is down or stuck: do not wait on every question
                 warn(f"stopping: the model failed {in_a_row} questions in a row; the rest count as failed")
                 counts["failed"] += len(cases) - number - 1
                 break
             continue
         in_a_row = 0
-        refused = is_refusal(text)
-        counts["invalid_citations"] += any("cites [" in warning for warning in warnings)
-        counts["no_citation"] += not refused and not CITATION.search(without_code(text))  # [9] is invalid, not none
+        refused = is_refusal(answer.text)
+        counts["invalid_citations"] += any("cites [" in warning for warning in answer.warnings)
+        counts["no_citation"] += not refused and not CITATION.search(without_code(answer.text))  # [9]: invalid, not none
         counts["unanswerable_answered"] += expected == "-" and not refused
         counts["answerable_refused"] += expected != "-" and refused
     return counts
@@ -1668,8 +1969,7 @@ def print_report(report, as_json):
           f"(relevance below {MIN_RELEVANCE})")
     for miss in report["misses"]:
         print(f"  missed line {miss['line']}: {miss['question']}  expected {miss['expected']}")
-        print(textwrap.fill("got " + "; ".join(miss["got"]), 100, initial_indent="    ",
-                            subsequent_indent="      "))
+        print(wrapped("got " + "; ".join(miss["got"]), "    ", "      "))
     answers = report.get("answers")
     if answers:
         print(f"answers by {answers['model']}")
@@ -1678,7 +1978,8 @@ def print_report(report, as_json):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Command line.
+# Command line: the arguments become a Config, then each question goes its way: searched, explained or
+# answered, printed, and the next one read.
 # ---------------------------------------------------------------------------------------------------
 
 def build_parser():
@@ -1703,7 +2004,7 @@ def build_parser():
                         help="how many passages to retrieve (default: %(default)s)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per question per line")
-    parser.add_argument("--mode", choices=RANKINGS, default="lexical",
+    parser.add_argument("--mode", choices=RANKINGS, default=DEFAULT_MODE,
                         help="rank passages by words (no model needed), by embeddings, or a weighted sum of both "
                              "(default: %(default)s)")
     parser.add_argument("--embed-model", default=EMBED_MODEL,
@@ -1749,10 +2050,10 @@ def positive_seconds(text):
     return seconds
 
 
-def read_questions(args, stdin):
-    """Yield the questions: from the arguments, else stdin lines, else an interactive prompt."""
-    if args.question:
-        yield " ".join(args.question)
+def read_questions(words, stdin):
+    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt."""
+    if words:
+        yield " ".join(words)
     elif not stdin.isatty():
         if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
             utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
@@ -1786,200 +2087,6 @@ def prompt_loop():
         yield question
 
 
-def use_embeddings(index, args):
-    """Give the index its chunk vectors and a way to embed questions; return the cache.
-    In hybrid mode, when embeddings cannot be had, carry on with lexical search and say so once."""
-    path = None if args.no_cache else cache_path(args.cache, args.embed_model, args.docs)
-    cache = EmbeddingCache(path, args.embed_model)
-    try:
-        index.vectors = chunk_vectors(index.chunks, cache, args.server, args.timeout)
-    except RagError as e:
-        if args.mode != "hybrid":
-            raise
-        warn(f"searching by words only: no embeddings ({e})")
-        args.mode = "lexical"
-    index.embed_question = lambda question: question_vector(question, cache, args.server, args.timeout)
-    return cache
-
-
-def find_hits(index, question, args):
-    """Return the hits for a question in the mode asked. In hybrid mode, when the question cannot be
-    embedded (the server went away), search by words from then on, and say so once."""
-    try:
-        return retrieve(index, question, args.k, args.mode)
-    except RagError as e:
-        if args.mode != "hybrid":
-            raise
-        warn(f"searching by words only from now on: the question could not be embedded ({e})")
-        args.mode = "lexical"
-        return retrieve(index, question, args.k, args.mode)
-
-
-def not_asking_reason(index, question, mode):
-    """Return why the model need not be asked (nothing relevant found by words), or None."""
-    if mode == "embedding":  # meaning without shared words is the point of embeddings
-        return None
-    tokens = tokenize(question)
-    best = index.search(tokens, 1)
-    matched = relevance(index, tokens, best[0][1]) if best else 0.0
-    if matched >= MIN_RELEVANCE:
-        return None
-    why = (f"the best passage matches only {matched:.0%} of the question" if best
-           else "no passage shares a word with the question")
-    return f"the model was not asked: {why}"
-
-
-def prepare(index, question, args):
-    """Return (hits, messages, options, warnings) for asking the model about a question."""
-    hits = find_hits(index, question, args)
-    found, hits = len(hits), fit_hits(hits, question, args.context - ANSWER_TOKENS)
-    if found and not hits:
-        raise RagError(f"no passage fits the {args.context}-token context budget beside the rules, the question "
-                       f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
-                       "or shorten the question")
-    warnings = [] if len(hits) == found else [
-        f"only {len(hits)} of {found} passages fit the {args.context}-token context budget; "
-        "a model with a larger context window can take more with --context"]
-    messages = build_messages(question, hits)
-    return hits, messages, chat_options(messages), warnings
-
-
-def answer(index, question, args):
-    """Answer one question: retrieve, ask the model (unless nothing relevant was found), print the
-    answer as it streams, then the warnings and the sources it cites."""
-    why = not_asking_reason(index, question, args.mode)
-    if why:
-        return print_answer(question, [], REFUSAL, [], [why], args.json)
-    hits, warnings, final, pieces = [], [], {}, []
-    try:
-        hits, messages, options, warnings = prepare(index, question, args)
-        if args.show_prompt:
-            return print_prompt(args.server, args.model, messages, options, args.json)
-        for piece in stream_chat(args.server, args.model, messages, options, args.timeout, final):
-            pieces.append(piece)
-            if not args.json:
-                print(piece, end="", flush=True)
-    except (RagError, KeyboardInterrupt) as e:
-        text = "".join(pieces).strip()
-        reason = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)
-        if args.json:
-            print(json_line(question, hits, answer=text or None, citations=[], warnings=warnings, error=reason))
-        elif text:
-            print("\n[answer cut short]", flush=True)
-        elif isinstance(e, RagError) and hits:  # the passages often answer the question on their own
-            print("The model could not be asked; these are the passages it would have read:")
-            print_hits(question, hits, False)
-        raise
-    text = "".join(pieces).strip()
-    citations, citation_warnings = check_citations(text, len(hits))
-    warnings += citation_warnings + window_warnings(final, options)
-    return print_answer(question, hits, text, citations, warnings, args.json, streamed=not args.json)
-
-
-def window_warnings(final, options):
-    """Return warnings about what the server's final counts show: a full context window means
-    Ollama cut the prompt; done_reason "length" means the answer was cut."""
-    warnings = []
-    if final.get("prompt_eval_count", 0) >= options["num_ctx"]:
-        warnings.append(f"the prompt filled the model's whole context window ({options['num_ctx']} "
-                        "tokens), so Ollama probably dropped part of the sources: try a smaller -k")
-    if final.get("done_reason") == "length":
-        warnings.append(f"the answer reached the {ANSWER_TOKENS}-token limit and is cut short")
-    return warnings
-
-
-def print_answer(question, hits, text, citations, warnings, as_json, streamed=False):
-    """Print an answer (unless it was streamed already), its warnings, and the sources it cites."""
-    if as_json:
-        print(json_line(question, hits, answer=text, citations=citations, warnings=warnings), flush=True)
-        return
-    print() if streamed else print(text)
-    for warning in warnings:
-        warn(warning)
-    if citations:
-        print("\nSources:")
-    for number in citations:
-        print(f"  [{number}] {chunk_label(hits[number - 1].chunk)}")
-    sys.stdout.flush()
-
-
-def print_prompt(server, model, messages, options, as_json):
-    """Print the chat request that would be sent: as JSON, or readable with each message in full."""
-    payload = {"model": model, "messages": messages, "stream": True, "options": options}
-    if as_json:
-        print(json.dumps(payload))  # \u escapes: any console can show them
-        return
-    print(f"POST {server}/api/chat  model={model}  stream=true\noptions={json.dumps(options)}")
-    for message in messages:
-        print(f"--- {message['role']} ---\n{message['content']}")
-
-
-def print_hits(question, hits, as_json):
-    """Print the hits: one JSON line, or a readable ranked list with excerpts."""
-    if as_json:
-        print(json_line(question, hits), flush=True)
-        return
-    if not hits:
-        print("No passage shares a word with the question.")
-    for hit in hits:
-        chunk = hit.chunk
-        print(f"[{hit.rank}] {hit.score:.4f}  {chunk_label(chunk)}")
-        print(textwrap.fill(excerpt(chunk.text, question), 100, initial_indent="    ",
-                            subsequent_indent="    "))
-    sys.stdout.flush()
-
-
-def json_line(question, hits, **extra):
-    """Return the JSON contract's object for one question: question, hits, then any extra fields."""
-    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s}' % (hit.rank, hit.score, chunk_json(hit.chunk))
-                          for hit in hits)
-    extra_json = "".join(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in extra.items())
-    return '{"question": %s, "hits": [%s]%s}' % (json.dumps(question), hits_json, extra_json)
-
-
-@lru_cache(maxsize=None)
-def chunk_json(chunk):
-    """Return a chunk's fields of a hit as JSON members: a chunk found again is not encoded again."""
-    return json.dumps({"source": chunk.source, "heading": chunk.heading,
-                       "lines": [chunk.first_line, chunk.last_line], "text": chunk.text})[1:-1]
-
-
-def excerpt(text, question, size=300):
-    """Return about size characters of text, from the sentence that shares most tokens with the question."""
-    wanted = set(tokenize(question))
-    sentences = [s for s in SENTENCE_END.split(" ".join(text.split())) if s]
-    best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
-    shown = " ".join(sentences[best:])
-    return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
-
-
-def run_questions(index, args):
-    """Search or answer each question in turn; return how many could not be answered."""
-    failures, interactive = 0, not args.question and sys.stdin.isatty()
-    for number, question in enumerate(read_questions(args, sys.stdin)):
-        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
-            print(("\n" if number else "") + f">>> {question}")
-        try:
-            if args.explain:
-                explain(index, question, args)
-                if args.search or args.show_prompt:
-                    continue
-            if args.search:
-                print_hits(question, find_hits(index, question, args), args.json)
-            else:
-                answer(index, question, args)
-        except RagError as e:  # say so, and go on with the next question
-            if args.search and args.json:  # one JSON line a question (answer() writes its own)
-                print(json_line(question, [], error=str(e)), flush=True)
-            print(f"rag.py: {e}", file=sys.stderr, flush=True)
-            failures += 1
-        except KeyboardInterrupt:
-            if not interactive:
-                raise
-            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
-    return failures
-
-
 def build_index(paths):
     """Return the index of the documents under the given files and folders, for the rest of the run."""
     if sys.implementation.name != "cpython":  # PyPy's collector works differently: leave it alone
@@ -1996,6 +2103,66 @@ def build_index(paths):
         gc.enable()
 
 
+def config_from(args):
+    """Return the Config for the arguments, after the checks that argparse cannot make."""
+    if args.eval and (args.question or args.search or args.show_prompt or args.explain):
+        raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
+                       "--search, --show-prompt and --explain", 2)
+    if args.explain and args.json:
+        raise RagError("--explain prints text for people; drop --json", 2)
+    server = OLLAMA_URL
+    if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
+        server = (ollama_url(args.host, "--host") if args.host is not None
+                  else ollama_url(os.environ.get("OLLAMA_HOST")))
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, server=server,
+                  model=args.model, embed_model=args.embed_model, context=args.context, timeout=args.timeout,
+                  cache="" if args.no_cache else args.cache, send=not args.show_prompt)
+
+
+def run_questions(index, config, embeddings, args):
+    """Search, explain or answer each question in turn; return how many failed."""
+    failures, interactive = 0, not args.question and sys.stdin.isatty()
+    for number, question in enumerate(read_questions(args.question, sys.stdin)):
+        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
+            print(("\n" if number else "") + f">>> {question}")
+        try:
+            config = run_question(index, question, config, embeddings, args)
+        except RagError as e:  # say so, and go on with the next question
+            if args.search and args.json:  # one JSON line a question (answers print their own)
+                print(json_line(question, [], error=str(e)), flush=True)
+            error(str(e))
+            failures += 1
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
+    return failures
+
+
+def run_question(index, question, config, embeddings, args):
+    """Search, explain or answer one question and print what came of it; return the config for the
+    next question (hybrid mode searches by words once a question could not be embedded)."""
+    if args.explain:
+        answer = explain(index, question, config, embeddings, search_only=args.search)
+        if args.search or args.show_prompt or answer.request is None:
+            return replace(config, mode=answer.mode)
+        stage("Answer")
+        answer = generate(answer, config, print_text)
+    elif args.search:
+        hits, mode = retrieve(index, question, config, embeddings)
+        print_hits(question, hits, args.json)
+        return replace(config, mode=mode)
+    else:
+        answer = ask(index, question, config, embeddings, on_text=None if args.json else print_text)
+    if args.show_prompt and answer.request:
+        print_prompt(answer.request, args.json)
+    else:
+        print_answer(answer, args.json)
+    if answer.failure:
+        raise answer.failure
+    return replace(config, mode=answer.mode)
+
+
 def main(argv=None):
     """Run the command line; return the exit code."""
     for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
@@ -2006,29 +2173,24 @@ def main(argv=None):
             stream.reconfigure(errors="replace")
     args = build_parser().parse_args(argv)
     try:
-        if args.eval and (args.question or args.search or args.show_prompt or args.explain):
-            raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
-                           "--search, --show-prompt and --explain", 2)
-        if args.explain and args.json:
-            raise RagError("--explain prints text for people; drop --json", 2)
-        if args.mode != "lexical" or not (args.search or args.eval and not args.answer):
-            args.server = (ollama_url(args.host, "--host") if args.host is not None
-                           else ollama_url(os.environ.get("OLLAMA_HOST")))
-        args.docs = args.docs or [DEFAULT_DOCS]
+        config = config_from(args)
         cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
-        index = build_index(args.docs)
-        cache = use_embeddings(index, args) if args.mode != "lexical" else None
+        index = build_index(config.docs)
+        embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
+        config = replace(config, mode=mode)
         try:
-            if args.eval:
-                report = evaluate(index, cases, args)
-                print_report(report, args.json)
-                return 1 if report.get("answers", {}).get("failed") else 0
-            return 1 if run_questions(index, args) else 0
+            if not cases:
+                return 1 if run_questions(index, config, embeddings, args) else 0
+            report = evaluate(index, cases, args.eval, config, embeddings)
+            if args.answer:
+                report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
+            print_report(report, args.json)
+            return 1 if report.get("answers", {}).get("failed") else 0
         finally:
-            if cache:
-                cache.save()  # the questions' vectors
+            if embeddings:
+                embeddings.cache.save()  # the questions' vectors
     except RagError as e:
-        print(f"rag.py: {e}", file=sys.stderr)
+        error(str(e))
         return e.exit_code
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail

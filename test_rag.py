@@ -606,6 +606,11 @@ def index_of(*texts):
     return rag.Index([rag.Chunk(f"{i}.txt", "", 1, 1, text) for i, text in enumerate(texts)])
 
 
+def search(index, question, k=rag.TOP_K):
+    """The hits for a question by words."""
+    return rag.rank(index, question, k, "lexical")
+
+
 class ScoreTest(unittest.TestCase):
 
     def test_bm25_worked_example(self):
@@ -614,7 +619,7 @@ class ScoreTest(unittest.TestCase):
         Chunk 0: tf = 1, length 2: 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / (4/3))) = 2.2 / 2.65 = 0.83019.
         Score = 0.98083 * 0.83019 = 0.81427."""
         index = index_of("apple banana", "apple", "cherry")
-        hits = rag.retrieve(index, "banana")
+        hits = search(index, "banana")
         self.assertEqual([h.chunk.source for h in hits], ["0.txt"])
         self.assertAlmostEqual(hits[0].score, 0.81427, places=4)
 
@@ -622,25 +627,25 @@ class ScoreTest(unittest.TestCase):
         index = index_of("travel policy overview for everyone and all travel matters in general",
                          "per diem rates for travel",
                          "travel travel travel")
-        self.assertEqual([h.chunk.source for h in rag.retrieve(index, "per diem travel", 3)],
+        self.assertEqual([h.chunk.source for h in search(index, "per diem travel", 3)],
                          ["1.txt", "2.txt", "0.txt"])
 
     def test_ties_break_by_chunk_order(self):
         index = index_of("same words here", "other", "same words here", "same words here")
-        self.assertEqual([h.chunk.source for h in rag.retrieve(index, "same words")], ["0.txt", "2.txt", "3.txt"])
+        self.assertEqual([h.chunk.source for h in search(index, "same words")], ["0.txt", "2.txt", "3.txt"])
 
     def test_no_shared_token_means_no_hit(self):
         index = index_of("apple", "banana")
-        self.assertEqual(rag.retrieve(index, "cherry"), [])
-        self.assertEqual(rag.retrieve(index, ""), [])
-        self.assertEqual(rag.retrieve(rag.Index([]), "apple"), [])
+        self.assertEqual(search(index, "cherry"), [])
+        self.assertEqual(search(index, ""), [])
+        self.assertEqual(search(rag.Index([]), "apple"), [])
 
     def test_handbook_expense_question_finds_the_deadline_first(self):
         index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
-        top = rag.retrieve(index, "When do I have to file my expense report?", 1)[0].chunk
+        top = search(index, "When do I have to file my expense report?", 1)[0].chunk
         self.assertIn("within 30 days", top.text)
         self.assertEqual(top.heading, "Expenses > Deadlines and late submissions")
-        japanese = rag.retrieve(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
+        japanese = search(index, "東京オフィスの通勤手当の上限は？", 1)[0].chunk
         self.assertIn("30,000円", japanese.text)
 
 
@@ -916,7 +921,8 @@ class EmbedTest(TempFolder):
         with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag.EmbeddingCache, "save", save), \
                 mock.patch.object(rag.time, "monotonic", lambda: next(clock)):
             rag.chunk_vectors(rag.split_documents(rag.load_documents([self.docs])),
-                              rag.EmbeddingCache(os.path.join(self.cache, "c.json"), "all-minilm"), self.fake.url, 10)
+                              rag.EmbeddingCache(os.path.join(self.cache, "c.json"), "all-minilm"),
+                              rag.Config(server=self.fake.url, timeout=10))
         self.assertEqual(written, [2, 3])
 
     def test_no_cache_writes_nothing(self):
@@ -1006,7 +1012,7 @@ class EmbedTest(TempFolder):
                 err.isatty = lambda: terminal
                 with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
                     cache = rag.EmbeddingCache(None, "all-minilm")
-                    vectors = rag.chunk_vectors(chunks, cache, self.fake.url, 10)
+                    vectors = rag.chunk_vectors(chunks, cache, rag.Config(server=self.fake.url, timeout=10))
                 self.assertEqual(len(vectors), 9)
                 if terminal:
                     self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
@@ -1073,7 +1079,7 @@ class EmbedTest(TempFolder):
             handler.reply(200, {"model": body["model"], "embeddings": [[1.0, 0.0]] * (len(body["input"]) - 1)})
         self.fake.on_api_embed = one_short
         code, out, err = self.search()
-        self.assertEqual((code, out, err), (1, "", "rag.py: Ollama returned 2 vectors for 3 texts; try again\n"))
+        self.assertEqual((code, out, err), (1, "", f"rag.py: {self.fake.url} returned 2 vectors for 3 texts; try again\n"))
 
     def test_a_model_that_keeps_changing_its_vector_size_is_an_error_not_a_loop(self):
         """Every reply has a new size, one chunk a batch: the first pass keeps only chunk 3 (each new
@@ -1093,6 +1099,13 @@ class EmbedTest(TempFolder):
 
 # ----------------------------------------------------------------------------------------- Retrieve
 
+def embeddings_of(vectors, question, question_vector):
+    """Embeddings of made-up chunk vectors, with the question's vector in the cache (no server needed)."""
+    cache = rag.EmbeddingCache(None, "test-model")
+    cache.questions[rag.text_key(question)] = rag.unit_vector(question_vector)
+    return rag.Embeddings([rag.unit_vector(v) for v in vectors], cache, rag.Config())
+
+
 class RetrieveTest(unittest.TestCase):
 
     def test_hybrid_score_worked_example(self):
@@ -1101,31 +1114,29 @@ class RetrieveTest(unittest.TestCase):
         0.83019. Cosines, made up: 0.2, 0.9, 0.5. With weight 0.6 for words:
         chunk 0: 0.6 * 0.83019 + 0.4 * 0.2 = 0.57811; chunk 1: 0.4 * 0.9 = 0.36; chunk 2: 0.4 * 0.5 = 0.2."""
         index = index_of("apple banana", "apple", "cherry")
-        index.vectors = [rag.unit_vector(v) for v in ([0.2, 0.979796], [0.9, 0.435890], [0.5, 0.866025])]
-        index.embed_question = lambda question: rag.unit_vector([1.0, 0.0])
+        embeddings = embeddings_of(([0.2, 0.979796], [0.9, 0.435890], [0.5, 0.866025]), "banana", [1.0, 0.0])
         with mock.patch.object(rag, "HYBRID_WEIGHT", 0.6):
-            ranking = rag.hybrid_ranking(index, "banana", 3)
+            ranking = rag.hybrid_ranking(index, "banana", 3, embeddings)
         self.assertEqual([n for n, _ in ranking], [0, 1, 2])
         self.assertEqual([round(score, 4) for _, score in ranking], [0.5781, 0.36, 0.2])
 
     def test_embeddings_that_cannot_tell_chunks_apart_change_little(self):
         index = index_of("apple pie recipe", "apple", "banana apple", "cherry")
-        index.vectors = [rag.unit_vector([1.0, 0.01 * n]) for n in range(4)]  # all nearly the same
-        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])   # favours the last ones
+        embeddings = embeddings_of([[1.0, 0.01 * n] for n in range(4)],  # all nearly the same,
+                                   "apple pie", [0.0, 1.0])            # the question favours the last ones
         lexical = [n for n, _ in rag.lexical_ranking(index, "apple pie", 3)]
-        self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3)], lexical)
+        self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3, embeddings)], lexical)
 
     def test_hybrid_weighs_the_cosines_of_the_best_word_matches_or_of_every_chunk(self):
         """Question "apple", whose vector means "cherry cake": cosine -1 for the apple chunks, +1 for
         chunk 3. Weighed, chunk 3 scores 0.4 and an apple chunk 0.6 x its relevance (< 1) - 0.4 < 0.2."""
         index = index_of("apple pie", "apple tart", "apple", "cherry cake")
-        index.vectors = [rag.unit_vector([0.0, -1.0])] * 3 + [rag.unit_vector([0.0, 1.0])]
-        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])
+        embeddings = embeddings_of([[0.0, -1.0]] * 3 + [[0.0, 1.0]], "apple", [0.0, 1.0])
         with mock.patch.object(rag, "FUSION_DEPTH", 2):  # words find 3 chunks: only the best 2 are weighed
-            self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 2)])
-            self.assertEqual(sorted(n for n, _ in rag.hybrid_ranking(index, "apple", 3)), [0, 1, 2])  # k > 2
+            self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 2, embeddings)])
+            self.assertEqual(sorted(n for n, _ in rag.hybrid_ranking(index, "apple", 3, embeddings)), [0, 1, 2])
         with mock.patch.object(rag, "FUSION_DEPTH", 5):  # words find fewer: every chunk is weighed
-            self.assertEqual(rag.hybrid_ranking(index, "apple", 2)[0][0], 3)  # first, by meaning alone
+            self.assertEqual(rag.hybrid_ranking(index, "apple", 2, embeddings)[0][0], 3)  # first, by meaning alone
 
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
@@ -1150,15 +1161,13 @@ class RetrieveTest(unittest.TestCase):
     def test_each_part_of_a_compound_question_gets_its_hits(self):
         index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
         question = "What is the mileage rate for my car and how many days of annual leave do I get?"
-        headings = [hit.chunk.heading for hit in rag.retrieve(index, question, 3)]
+        headings = [hit.chunk.heading for hit in search(index, question, 3)]
         self.assertIn("Expenses > Mileage", headings)
         self.assertIn("Leave > Annual leave", headings)
 
     def test_embedding_ranking_orders_by_cosine(self):
         index = index_of("a", "b", "c")
-        index.vectors = [rag.unit_vector(v) for v in ([1, 0], [0.6, 0.8], [0, 1])]
-        index.embed_question = lambda question: rag.unit_vector([0, 1])
-        ranking = rag.embedding_ranking(index, "anything", 2)
+        ranking = rag.embedding_ranking(index, "anything", 2, embeddings_of(([1, 0], [0.6, 0.8], [0, 1]), "anything", [0, 1]))
         self.assertEqual([n for n, _ in ranking], [2, 1])
         self.assertAlmostEqual(ranking[1][1], 0.8, places=6)
 
@@ -1209,8 +1218,8 @@ class PromptTest(unittest.TestCase):
 
     def test_num_ctx_holds_prompt_and_answer(self):
         messages = rag.build_messages("q", hits_of("word " * 3000))
-        options = rag.chat_options(messages)
         prompt = sum(rag.estimate_tokens(m["content"]) for m in messages)
+        options = rag.ollama_chat_request(rag.Config(), messages, prompt).body["options"]
         self.assertGreaterEqual(options["num_ctx"], prompt + rag.ANSWER_TOKENS)
         self.assertEqual(options["num_ctx"] % 1024, 0)
         self.assertEqual((options["temperature"], options["num_predict"]), (rag.TEMPERATURE, rag.ANSWER_TOKENS))
@@ -1224,8 +1233,9 @@ class PromptTest(unittest.TestCase):
     def test_num_ctx_is_at_least_2048_for_a_tiny_prompt(self):
         """The rules, "q" and one short source are ~231 tokens; + 512 for the answer = 743, rounded up
         to 1024. Ollama's smallest default window is 2048, so that is the least ever sent."""
-        options = rag.chat_options(rag.build_messages("q", hits_of("Due in 30 days.")))
-        self.assertEqual(options["num_ctx"], 2048)
+        messages = rag.build_messages("q", hits_of("Due in 30 days."))
+        prompt = sum(rag.estimate_tokens(m["content"]) for m in messages)
+        self.assertEqual(rag.ollama_chat_request(rag.Config(), messages, prompt).body["options"]["num_ctx"], 2048)
 
 
 # ----------------------------------------------------------------------------------------- Generate
@@ -1271,8 +1281,8 @@ class CitationTest(unittest.TestCase):
                 self.assertEqual("".join(rag.without_thinking(pieces)), expected)
 
 
-def interrupted_stream(*args):
-    """A stream_chat stand-in: the answer begins, then the user presses Ctrl-C."""
+def interrupted_stream(request, timeout, final):
+    """A chat stand-in: the answer begins, then the user presses Ctrl-C."""
     yield "Expense reports are"
     raise KeyboardInterrupt
 
@@ -1447,7 +1457,7 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("token limit and is cut short", err)
 
     def test_ctrl_c_while_streaming_marks_the_answer_cut(self):
-        with mock.patch.object(rag, "stream_chat", interrupted_stream):
+        with mock.patch.dict(rag.APIS["ollama"], chat=interrupted_stream):
             code, out, err = run_main(["When do I have to file my expense report?"])
         self.assertEqual(code, 130)
         self.assertIn("Expense reports are\n[answer cut short]", out)
@@ -1458,7 +1468,7 @@ class AnswerTest(unittest.TestCase):
         terminal.isatty = lambda: True
         typed = iter(["expense report deadline", "per diem Japan", "quit"])
         out, err = io.StringIO(), io.StringIO()
-        with mock.patch.object(rag, "stream_chat", interrupted_stream), mock.patch("sys.stdin", terminal), \
+        with mock.patch.dict(rag.APIS["ollama"], chat=interrupted_stream), mock.patch("sys.stdin", terminal), \
                 mock.patch("builtins.input", lambda prompt: next(typed)), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = rag.main([])
@@ -1469,7 +1479,7 @@ class AnswerTest(unittest.TestCase):
         fake = FakeOllama()
         code, out, err = self.ask(fake, "--show-prompt")
         self.assertEqual(code, 0)
-        self.assertTrue(out.startswith(f"POST {fake.url}/api/chat  model=llama3.2"))
+        self.assertTrue(out.startswith(f'POST {fake.url}/api/chat\nmodel: "llama3.2"\nstream: true\noptions: {{'))
         self.assertIn("--- system ---", out)
         self.assertIn("Question: When do I have to file my expense report?", out)
         self.assertEqual(fake.requests, [])
@@ -1653,7 +1663,8 @@ class ExplainTest(unittest.TestCase):
         self.assertIn("mileage->mileag", out)
         self.assertIn("what(dropped)", out)
         self.assertRegex(out, r"mileag \d+\.\d\d \+ rate \d+\.\d\d \+ trip \d+\.\d\d = \d+\.\d\d")
-        self.assertRegex(out, r"prompt ~\d+ tokens \+ 512 for the answer -> num_ctx \d+")
+        self.assertRegex(out, r"prompt ~\d+ tokens \+ 512 for the answer\n")
+        self.assertRegex(out, r'\nPOST http://.+/api/chat\n(.+\n)*options: .*"num_ctx": \d+')
         self.assertEqual([line for line in out.splitlines() if len(line) > 100], [])
         self.assertIn("Expense reports are due within 30 days [1].", out)
 
@@ -1678,11 +1689,10 @@ class ExplainTest(unittest.TestCase):
         """"apple" is in chunks 0 and 1 (relevance 1.0 each, BM25 ln 1.6 = 0.47); the question's vector
         matches chunk 1 (cosine 1) and is at a right angle to chunk 0: hybrid 0.6 + 0.4 and 0.6 + 0."""
         index = index_of("apple pie", "apple tart", "cherry cake")
-        index.vectors = [rag.unit_vector([1.0, 0.0]), rag.unit_vector([0.0, 1.0]), rag.unit_vector([0.6, 0.8])]
-        index.embed_question = lambda question: rag.unit_vector([0.0, 1.0])
+        embeddings = embeddings_of(([1.0, 0.0], [0.0, 1.0], [0.6, 0.8]), "apple", [0.0, 1.0])
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            rag.explain(index, "apple", argparse.Namespace(k=2, mode="hybrid", search=True))
+            rag.explain(index, "apple", rag.Config(k=2, mode="hybrid"), embeddings, search_only=True)
         self.assertIn("  [1] 1.0000  1.txt:1-1\n      lexical #2 (appl 0.47 = 0.47); embedding #1 (cosine 1.000); "
                       "hybrid 1.0000\n", out.getvalue())
         self.assertIn("  [2] 0.6000  0.txt:1-1\n      lexical #1 (appl 0.47 = 0.47); embedding #3 (cosine 0.000); "
