@@ -1495,18 +1495,18 @@ class AnswerTest(unittest.TestCase):
                               "it seems stuck. Restart it (`ollama serve`).\n")
         self.assertIn("within 30 days", out)  # the passages it would have read are shown
 
-    def test_relevance_exactly_at_the_threshold_is_asked_just_below_is_refused(self):
-        question = "When do I have to file my expense report for the zebra?"
-        index = rag.Index(rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS])))
-        tokens = rag.tokenize(question)
-        matched = rag.relevance(index, tokens, index.search(tokens, 1)[0][1])  # what this question matches
-        for threshold, asked in [(matched, True), (matched + 1e-9, False)]:
+    def test_the_model_is_asked_whenever_a_passage_shares_a_word(self):
+        """"grandmother dies" matches little of the handbook's "death of a grandparent", but "days off" is
+        there: the model is asked (a gate on the share matched refused it). "zebra" is in no passage."""
+        for question, asked in [("How many days off do I get when my grandmother dies?", True),
+                                ("zebra quantum xylophone", False)]:
             fake = FakeOllama()
-            with self.subTest(threshold=threshold), mock.patch.object(rag, "MIN_RELEVANCE", threshold):
+            with self.subTest(question=question):
                 code, out, err = self.ask(fake, question=question)
                 self.assertEqual((code, len(self.chat_requests(fake))), (0, int(asked)))
                 self.assertEqual(out.startswith(rag.REFUSAL), not asked)
-                self.assertEqual("the best passage matches only" in err, not asked)
+                self.assertEqual(err, "" if asked else "rag.py: warning: the model was not asked: "
+                                                        "no passage shares a word with the question\n")
 
     def test_an_answer_that_stalls_or_breaks_off_is_marked_cut(self):
         table = [("stall", "rag.py: Ollama at {url} stopped sending for 0.2 s; try again or raise --timeout.\n"),
@@ -1646,6 +1646,223 @@ class EvalTest(TempFolder):
             with self.subTest(answer=answer):
                 code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
                 self.assertEqual((code, json.loads(out)["answers"]), (0, dict({"model": "llama3.2"}, **counts)))
+
+
+# Questions as employees ask them, with the section that answers each (question<TAB>expected source): their
+# own words rather than the handbook's, short and sloppy ones, typos, Japanese, and some it cannot answer
+# (-). The first set was written to measure and tune rag.py; the second apart, and is never tuned on.
+NATURAL_QUESTIONS = """\
+# dev.tsv - natural employee questions about handbook.txt (tuning set).
+# Format: question<TAB>handbook.txt#<part of the answering section's heading path>, or - when the handbook cannot answer.
+# --- from the issue tracker (verbatim)
+How many days off do I get when my grandmother dies?\thandbook.txt#Special leave
+How much paid leave does a father get when his baby is born?\thandbook.txt#Parental leave
+How much money do I get to set up my home office?\thandbook.txt#Equipment stipend
+How much do I get per km if I cycle to a client?\thandbook.txt#Mileage
+I have the flu, by what time must I tell my boss?\thandbook.txt#Sick leave
+Someone stole my phone on the train\thandbook.txt#Lost or stolen
+Can I get my login codes by text message?\thandbook.txt#Passwords and MFA
+# --- expenses
+i forgot to submit my expenses from a trip 2 months ago, will i still get paid back?\thandbook.txt#Deadlines
+lost the recipt for a taxi, what now?\thandbook.txt#Receipts
+does my boss sign off a 3000 euro expense claim or someone higher?\thandbook.txt#Approval limits
+per diem japan\thandbook.txt#Per diem
+can i claim my dinner if i already get the daily allowance\thandbook.txt#Per diem
+how much can I spend on a hotel in new york\thandbook.txt#Per diem
+do i need a receipt for a coffee?\thandbook.txt#Receipts
+how do i get a company credit card\thandbook.txt#Submitting an expense report
+when do i get my expenses paid back\thandbook.txt#Submitting an expense report
+I drive my own car to client visits, what do they pay me?\thandbook.txt#Mileage
+# --- travel
+can i fly business class to singapore?\thandbook.txt#Class of travel
+how far ahead do I have to book a flight to the US\thandbook.txt#Booking travel
+is first class on the train ok?\thandbook.txt#Class of travel
+can I take an uber home late at night after a client dinner\thandbook.txt#Class of travel
+do i need to buy travel insurance for my work trip to brazil\thandbook.txt#Travel insurance
+the airline lost my suitcase on a business trip\thandbook.txt#Travel insurance
+need a visa letter for a trip to china\thandbook.txt#International travel
+will my work phone work in the US?\thandbook.txt#International travel
+can i keep my air miles\thandbook.txt#Class of travel
+# --- leave
+how many vacaton days do I get?\thandbook.txt#Annual leave
+can i carry over unused holiday to next year\thandbook.txt#Annual leave
+do i need a doctors note if im sick for 2 days\thandbook.txt#Sick leave
+got sick during my vacation, do i get those days back?\thandbook.txt#Sick leave
+my kid is sick and daycare won't take her, can I stay home?\thandbook.txt#Special leave
+im getting married next month, do i get extra days off?\thandbook.txt#Special leave
+moving house day off?\thandbook.txt#Special leave
+maternaty leave how long\thandbook.txt#Parental leave
+we're adopting a child, do we get leave?\thandbook.txt#Parental leave
+can I take a 3 month sabatical\thandbook.txt#Unpaid leave
+my boss wants me to work on easter monday, do i get a day back?\thandbook.txt#Public holidays
+can I take a day off for Diwali\thandbook.txt#Public holidays
+holiday calendar berlin\thandbook.txt#Public holidays
+# --- remote work
+how many days a week can I work from home?\thandbook.txt#Eligibility
+can i work from home in my first month\thandbook.txt#Eligibility
+can I work from spain for a few weeks in summer\thandbook.txt#Working abroad
+what are the core hours\thandbook.txt#Working hours
+do i get paid for overtime\thandbook.txt#Working hours
+do I have to answer slack messages in the evening?\thandbook.txt#Working hours
+wfh allowance?\thandbook.txt#Equipment stipend
+# --- IT security
+how long does my pasword have to be\thandbook.txt#Passwords and MFA
+got a weird email asking me to click a link\thandbook.txt#Phishing
+I clicked a link in a phishing mail, oops\thandbook.txt#Phishing
+can I use chatgpt for work?\thandbook.txt#Software installation
+how do i install spotify on my work laptop\thandbook.txt#Software installation
+can I email health data to a colleague\thandbook.txt#Data classification
+what counts as confidential data\thandbook.txt#Data classification
+# --- equipment
+when do i get a new laptop\thandbook.txt#Laptops
+I spilled coffee on my laptop, do I have to pay?\thandbook.txt#Laptops
+do i get a work phone\thandbook.txt#Phones
+what do i need to give back when i quit\thandbook.txt#Returning equipment
+# --- code of conduct
+a supplier sent me a bottle of wine worth 80 euros, can i keep it?\thandbook.txt#Gifts and hospitality
+my coworker keeps making comments about how I look\thandbook.txt#Respectful workplace
+can I have a side job?\thandbook.txt#Conflicts of interest
+my girlfriend works at one of our clients, do I need to tell someone?\thandbook.txt#Conflicts of interest
+how do I report fraud anonymously\thandbook.txt#Reporting concerns
+# --- onboarding, pay, health
+what time should I show up on my first day\thandbook.txt#Your first weeks
+what courses do new hires have to do\thandbook.txt#Your first weeks
+how long is probation\thandbook.txt#Probation period
+when is payday\thandbook.txt#Salary review
+when do raises happen\thandbook.txt#Salary review
+how big is the bonus for a team lead\thandbook.txt#Bonuses
+referral bonus if my friend gets hired?\thandbook.txt#Bonuses
+i dont agree with my performance rating, what can I do?\thandbook.txt#Review cycle
+when do we get holiday pay in the netherlands\thandbook.txt#Salary review
+fire alarm what do i do\thandbook.txt#Emergencies and first aid
+I tripped on the stairs at the office and hurt my ankle\thandbook.txt#Reporting incidents
+will the company pay for my glasses\thandbook.txt#Ergonomics and wellbeing
+feeling really stressed, is there someone to talk to?\thandbook.txt#Ergonomics and wellbeing
+# --- Japanese
+東京オフィスは何時出社ですか\thandbook.txt#勤務時間
+定期代はいくらまで出ますか？\thandbook.txt#通勤手当
+引っ越したら通勤手当はどうすればいい？\thandbook.txt#通勤手当
+有給は何日もらえますか\thandbook.txt#休暇の申請
+風邪で休むときは何時までに連絡すればいい？\thandbook.txt#休暇の申請
+年末年始の休みはいつからいつまで？\thandbook.txt#休暇の申請
+出張の日当はいくら？\thandbook.txt#Per diem
+パソコンをなくしました\thandbook.txt#Lost or stolen
+在宅勤務は週何日までできますか\thandbook.txt#Eligibility
+# --- unanswerable (checked: the handbook does not say)
+where can I park my car at the office?\t-
+do we get stock options?\t-
+gym membership discount?\t-
+is there a dress code? can I wear shorts\t-
+can i bring my dog to the office\t-
+is lunch free at the office\t-
+how long is my notice period if i resign\t-
+guest wifi password\t-
+how much does the company put into my pension?\t-
+do I get a company car?\t-
+is there a budget for conferences and training courses\t-
+who is the CEO\t-
+東京オフィスに駐車場はありますか？\t-
+社員食堂ある？\t-
+are there showers at the office? i bike in\t-
+can I smoke on the terrace\t-
+how many people work at northwind\t-
+服装の決まりはありますか？\t-
+"""
+
+HELD_OUT_QUESTIONS = """\
+# heldout.tsv - written separately from dev.tsv (other facts, other phrasings); do not tune on it.
+# Format: question<TAB>handbook.txt#<part of the answering section's heading path>, or - when the handbook cannot answer.
+# --- expenses and travel
+my dad passed away last night, how much time can I take?\thandbook.txt#Special leave
+what exchange rate do you use for expenses paid in dollars\thandbook.txt#Submitting an expense report
+can i expense wine at a team dinner\thandbook.txt#Receipts
+who signs off my manager's own expense claims?\thandbook.txt#Approval limits
+day trip to rotterdam, can i claim lunch?\thandbook.txt#Per diem
+hotel breakfast was included, does that change my daily money?\thandbook.txt#Per diem
+can I claim toll roads when driving to a customer\thandbook.txt#Mileage
+got a speeding ticket driving to a client, will work cover it?\thandbook.txt#Mileage
+can i book my own hotel on booking.com\thandbook.txt#Booking travel
+is a rental car ok for visiting a customer\thandbook.txt#Booking travel
+we have a trip to a high risk country, what approvals do we need\thandbook.txt#International travel
+staying a few extra days of vacation after a conference, am I still insured?\thandbook.txt#Travel insurance
+# --- leave
+I only work 3 days a week, how much holiday do I get\thandbook.txt#Annual leave
+how early do i have to ask for 2 weeks off\thandbook.txt#Annual leave
+ive been here 6 years, do I get more vacation days now?\thandbook.txt#Annual leave
+how long do they keep paying me if I'm off sick for months\thandbook.txt#Sick leave
+can i go part time for a bit after coming back from maternity leave?\thandbook.txt#Parental leave
+do i still get pension when im on unpaid leave\thandbook.txt#Unpaid leave
+# --- remote work, IT, equipment
+does the company pay my internet bill when working from home?\thandbook.txt#Equipment stipend
+can I get a second screen for home\thandbook.txt#Equipment stipend
+what internet speed do i need to work from home\thandbook.txt#Eligibility
+how long am I allowed to work remotely from another country\thandbook.txt#Working abroad
+IT called and asked for my password, is that legit?\thandbook.txt#Passwords and MFA
+email from the CEO asking me to pay an invoice urgently\thandbook.txt#Phishing
+can i put client files in my personal dropbox\thandbook.txt#Software installation
+I think we had a data leak, who do i tell?\thandbook.txt#Data classification
+left my office badge in a bar last night\thandbook.txt#Lost or stolen
+my laptop got nicked from my car, do I need to go to the police?\thandbook.txt#Lost or stolen
+can I buy my old laptop when it gets replaced\thandbook.txt#Laptops
+i use my own phone for work email, do I get anything for that?\thandbook.txt#Phones
+I'm leaving and I work remotely, how do I send my laptop back\thandbook.txt#Returning equipment
+# --- conduct, onboarding, pay, health
+a client invited me to a football match, flights and hotel paid\thandbook.txt#Gifts and hospitality
+someone at work is bullying me, who can i talk to in confidence\thandbook.txt#Respectful workplace
+if I report something will I get in trouble\thandbook.txt#Reporting concerns
+what docs do I need to upload before I start\thandbook.txt#Before your first day
+how many colleagues give feedback in the annual review\thandbook.txt#Review cycle
+when do promotions happen\thandbook.txt#Salary review
+when is the bonus paid out\thandbook.txt#Bonuses
+i'm resigning, do i still get my bonus?\thandbook.txt#Bonuses
+can someone check if my desk setup is ok\thandbook.txt#Ergonomics and wellbeing
+someone collapsed in the office, what do i do\thandbook.txt#Emergencies and first aid
+can my husband use the counselling service too\thandbook.txt#Ergonomics and wellbeing
+# --- with typos
+what's the hotel limit in londn\thandbook.txt#Per diem
+when are the probaton check-ins\thandbook.txt#Probation period
+can i expence a taxi from the airprot\thandbook.txt#Class of travel
+# --- Japanese
+お昼休みは何時から？\thandbook.txt#勤務時間
+残業は月何時間まで？\thandbook.txt#勤務時間
+新幹線代は通勤手当で出ますか\thandbook.txt#通勤手当
+1週間休みたいときはいつまでに申請すればいいですか\thandbook.txt#休暇の申請
+経費精算の期限はいつですか？\thandbook.txt#Deadlines
+パスワードは何文字以上必要ですか\thandbook.txt#Passwords and MFA
+# --- unanswerable (checked: the handbook does not say)
+is there a daycare at the office?\t-
+do we have an employee share purchase plan\t-
+is there a bike lease scheme?\t-
+how do I book a meeting room\t-
+when is the christmas party\t-
+can I get private health insurance through work\t-
+whats the address of the lisbon office\t-
+is the coffee free?\t-
+東京オフィスの住所は？\t-
+is there a prayer room in the berlin office\t-
+"""
+
+
+class NaturalQuestionsTest(TempFolder):
+
+    def report(self, questions):
+        """Run --eval --answer over the questions against a fake model; return (report, chat requests)."""
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        code, out, err = run_main(["--eval", self.write("q.tsv", questions), "--answer", "--json", "--host", fake.url])
+        self.assertEqual((code, err), (0, ""))
+        return json.loads(out), sum(path == "/api/chat" for _, path, _ in fake.requests)
+
+    def test_every_question_sharing_a_word_with_a_passage_is_asked(self):
+        """Only a question no passage shares a word with is refused without the model: of the answerable
+        ones, just "when is payday" (the handbook says "salary"), which words cannot find anyway."""
+        for questions, not_asked, hit_rate in [(NATURAL_QUESTIONS, {"unanswerable": 2, "answerable": 1}, 0.7857),
+                                               (HELD_OUT_QUESTIONS, {"unanswerable": 1, "answerable": 0}, 0.8431)]:
+            with self.subTest(questions=questions.splitlines()[0]):
+                report, asked = self.report(questions)
+                self.assertEqual(report["not_asked"], not_asked)
+                self.assertEqual(asked, report["questions"] - sum(not_asked.values()))
+                self.assertGreaterEqual(report["hit_rate"], hit_rate)  # lexical hit rate@5, as measured
 
 
 class ExplainTest(unittest.TestCase):
