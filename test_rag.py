@@ -69,14 +69,27 @@ class TempFolder(unittest.TestCase):
 
 # ----------------------------------------------------------------------------------------- A fake Ollama
 
+ANSWER = "Expense reports are due within 30 days [1]."
+
+
 class FakeOllama:
     """An Ollama stand-in on 127.0.0.1 (port 0, own thread) that speaks the real wire format.
 
-    `mode` picks the behaviour of /api/chat; every request is recorded in `requests` as
-    (method, path, parsed JSON body or None)."""
+    Each route is a method on_<path>(handler, body) that streams or replies as Ollama does; a test gives
+    a route other behaviour with a function of its own, such as FakeOllama(chat=replies(500, {...})).
+    Every request is recorded in `requests` as (method, path, parsed JSON body or None)."""
 
-    def __init__(self, answer="Expense reports are due within 30 days [1].", mode="answer", **final):
-        self.answer, self.mode, self.final, self.requests = answer, mode, final, []
+    foreign = None            # (status, body, content type): what another kind of server answers to all
+    dims = 16                 # size of the fake embedding vectors
+    too_long = 10 ** 9        # inputs longer than this many characters are refused, as a model's window does
+    fail_after = None         # a number of /api/embed requests, after which the server fails
+    resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
+    shrink = None             # texts holding this word come back one number short (a broken server)
+
+    def __init__(self, answer=ANSWER, chat=None, embed=None, **final):
+        self.answer, self.final, self.requests = answer, final, []
+        self.on_api_chat = chat or self.on_api_chat
+        self.on_api_embed = embed or self.on_api_embed
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -101,10 +114,10 @@ class FakeOllama:
                 fake.requests.append(("POST", self.path, body))
                 if fake.foreign:
                     return self.reply(*fake.foreign)
-                handler = getattr(fake, "on_" + self.path.strip("/").replace("/", "_"), None)
-                if handler is None:
+                route = getattr(fake, "on_" + self.path.strip("/").replace("/", "_"), None)
+                if route is None:
                     return self.reply(404, "404 page not found")
-                handler(self, body)
+                route(self, body)
 
             def reply(self, status, body, content_type="application/json"):
                 data = (json.dumps(body) if not isinstance(body, str) else body).encode("utf-8")
@@ -139,14 +152,6 @@ class FakeOllama:
         self.server.shutdown()
         self.server.server_close()
 
-    foreign = None            # (status, body, content type): what another kind of server answers to all
-    dims = 16                 # size of the fake embedding vectors
-    embed_mode = "normal"     # or "no-embed-endpoint", "chat-only", "missing", "cut"
-    too_long = 10 ** 9        # inputs longer than this many characters are refused (too-long)
-    fail_after = None         # a number of /api/embed requests, after which the server fails
-    resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
-    shrink = None             # texts holding this word come back one number short (a broken server)
-
     def vector(self, text):
         """A deterministic bag-of-words vector: texts that share words point the same way."""
         values = [0.0] * self.dims
@@ -161,21 +166,8 @@ class FakeOllama:
             return handler.reply(500, {"error": "llama runner process has terminated: exit status 2"})
         if self.resize_after is not None and asked > self.resize_after:
             self.dims = 8
-        if self.embed_mode == "no-embed-endpoint":
-            return handler.reply(404, "404 page not found", "text/plain")
-        if self.embed_mode == "missing":
-            return handler.reply(404, {"error": 'model "%s" not found, try pulling it first' % body["model"]})
-        if self.embed_mode == "chat-only":
-            return handler.reply(501, {"error": "this model does not support embeddings"})
         if any(len(text) > self.too_long for text in texts):
             return handler.reply(400, {"error": "the input length exceeds the context length"})
-        if self.embed_mode == "cut":  # promise 100 bytes, send 10, hang up
-            handler.send_response(200)
-            handler.send_header("Content-Length", "100")
-            handler.end_headers()
-            handler.wfile.write(b'{"embeddi')
-            handler.close_connection = True
-            return
         vectors = [self.vector(text) for text in texts]
         units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
         handler.reply(200, {"model": body["model"], "embeddings": units})
@@ -184,38 +176,44 @@ class FakeOllama:
         handler.reply(200, {"embedding": [3.7 * x for x in self.vector(body["prompt"])]})  # not unit length
 
     def on_api_chat(self, handler, body):
-        words = self.answer.split(" ")
-        pieces = [{"message": {"role": "assistant", "content": w + " "}, "done": False} for w in words]
-        done = dict({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-                     "prompt_eval_count": 100, "eval_count": len(words)}, **self.final)
-        mode = self.mode
-        if mode == "missing":
-            handler.reply(404, {"error": "model '%s' not found" % body["model"]})
-        elif mode == "missing-old":
-            handler.reply(404, {"error": "model '%s' not found, try pulling it first" % body["model"]})
-        elif mode == "embedding-model":
-            handler.reply(400, {"error": '"%s" does not support chat' % body["model"]})
-        elif mode == "http500":
-            handler.reply(500, {"error": "llama runner process has terminated: exit status 2"})
-        elif mode == "malformed":
-            handler.reply(200, "not json{")
-        elif mode == "not-an-object":
-            handler.stream([None])
-        elif mode == "midstream-error":
-            handler.stream(pieces[:2] + [{"error": "an error was encountered while running the model"}])
-        elif mode == "cut":
-            handler.stream(pieces[:2], close_early=True)
-        elif mode == "slow":
-            time.sleep(0.5)
-            handler.stream(pieces + [done])
-        elif mode == "thinking":
-            thought = [{"message": {"role": "assistant", "content": "", "thinking": "Let me see."}, "done": False}]
-            inline = [{"message": {"content": c}, "done": False} for c in ("<thi", "nk>secret plan</th", "ink>")]
-            handler.stream(thought + inline + pieces + [done])
-        elif body.get("stream") is False:
-            handler.reply(200, dict(done, message={"role": "assistant", "content": self.answer}))
+        lines = answer_lines(self.answer, **self.final)
+        if body.get("stream") is False:
+            handler.reply(200, dict(lines[-1], message={"role": "assistant", "content": self.answer}))
         else:
-            handler.stream(pieces + [done])
+            handler.stream(lines)
+
+
+def answer_lines(text, **final):
+    """Return the NDJSON objects of a streamed answer, as /api/chat sends them: a piece of the text a
+    line, then the line that says done (with the counts, which final can change)."""
+    pieces = [{"message": {"role": "assistant", "content": word + " "}, "done": False} for word in text.split(" ")]
+    done = dict({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
+                 "prompt_eval_count": 100, "eval_count": len(pieces)}, **final)
+    return pieces + [done]
+
+
+# Behaviours a test gives a route of the fake instead of its own: functions (handler, body).
+
+def replies(status, body, content_type="application/json"):
+    """A route that always answers this status and body."""
+    return lambda handler, request: handler.reply(status, body, content_type)
+
+
+def streams(lines, close_early=False, delay=0.0):
+    """A route that waits delay seconds, then streams these NDJSON lines (and hangs up early, if told)."""
+    def route(handler, request):
+        time.sleep(delay)
+        handler.stream(lines, close_early)
+    return route
+
+
+def cuts_off(handler, request):
+    """A route that promises 100 bytes, sends 10, and hangs up."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100")
+    handler.end_headers()
+    handler.wfile.write(b'{"embeddi')
+    handler.close_connection = True
 
 
 # ----------------------------------------------------------------------------------------- Load
@@ -649,7 +647,7 @@ class ScoreTest(unittest.TestCase):
         self.assertIn("30,000円", japanese.text)
 
 
-# ----------------------------------------------------------------------------------------- Ollama
+# ----------------------------------------------------------------------------------------- Model server
 
 class OllamaHostTest(unittest.TestCase):
 
@@ -681,6 +679,11 @@ class OllamaHostTest(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------------------------- Embed
+
+NO_EMBED_ENDPOINT = replies(404, "404 page not found", "text/plain")  # Ollama before 0.2.6
+NO_SUCH_MODEL = replies(404, {"error": 'model "all-minilm" not found, try pulling it first'})
+CHAT_ONLY = replies(501, {"error": "this model does not support embeddings"})
+
 
 class EmbedTest(TempFolder):
     """Embeddings against the fake server: batching, prefixes, the cache, and what goes wrong."""
@@ -764,33 +767,6 @@ class EmbedTest(TempFolder):
                 dims.append(json.load(f)["dimension"])
         self.assertEqual(sorted(dims), [8, 16])
 
-    def test_a_corrupted_cache_is_reported_in_one_line_and_rebuilt(self):
-        self.search()
-        path = os.path.join(self.cache, os.listdir(self.cache)[0])
-        for damage in (b"", b'{"format": "rag.py embeddings 1", "model": "all-minilm"', b"\x00\xff garbage",
-                       b'{"format": "someone else"}', b"[1, 2, 3]"):
-            with self.subTest(damage=damage):
-                with open(path, "wb") as f:
-                    f.write(damage)
-                self.embed_inputs()
-                code, out, err = self.search()
-                self.assertEqual(code, 0)
-                self.assertEqual(err.count("\n"), 1, err)
-                self.assertIn("ignoring the embedding cache", err)
-                self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # rebuilt: 3 chunks, 1 question
-                self.assertEqual(self.search()[2], "")  # and trusted next time
-
-    def test_a_cache_of_the_wrong_vector_size_is_not_trusted(self):
-        self.search()
-        path = os.path.join(self.cache, os.listdir(self.cache)[0])
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        data["dimension"] = 4
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        code, out, err = self.search()
-        self.assertIn("wrong size", err)
-
     def test_a_question_vector_of_another_size_is_an_error_that_keeps_the_cached_chunks(self):
         self.search()                      # chunks cached with 16 numbers a vector
         self.fake.dims = 8                 # the next question comes back with 8
@@ -806,9 +782,9 @@ class EmbedTest(TempFolder):
 
     def test_vectors_of_two_sizes_in_one_run_are_an_error(self):
         self.fake.shrink = "Leave"
-        for mode in ("normal", "no-embed-endpoint"):  # one /api/embed reply, or one reply per text
-            with self.subTest(mode=mode):
-                self.fake.embed_mode = mode
+        for route in (self.fake.on_api_embed, NO_EMBED_ENDPOINT):  # one /api/embed reply, or one per text
+            with self.subTest(route=route):
+                self.fake.on_api_embed = route
                 code, out, err = self.search()
                 self.assertEqual(code, 1)
                 self.assertEqual(err, "rag.py: all-minilm returned vectors of 15 and 16 numbers together; "
@@ -830,67 +806,6 @@ class EmbedTest(TempFolder):
         self.assertEqual(code, 0)
         texts = [text for batch in self.embed_inputs() for text in batch]
         self.assertEqual(texts.count("# Leave\n\nAnnual leave is 25 days a year."), 1)
-
-    def test_an_unwritable_cache_folder_is_reported_once(self):
-        self.write("cache", "a file where the folder should be")
-        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag, "SAVE_SECONDS", -1):
-            code, out, err = self.search()
-        self.assertEqual(code, 0)
-        self.assertEqual(err.count("could not write the embedding cache"), 1, err)
-
-    def test_cache_is_private_and_written_atomically(self):
-        self.search()
-        path = os.path.join(self.cache, os.listdir(self.cache)[0])
-        if os.name == "posix":
-            self.assertEqual(os.stat(self.cache).st_mode & 0o777, 0o700)
-            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
-        with open(path, "rb") as f:
-            before = f.read()
-        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")
-        with mock.patch.object(rag.json, "dump", side_effect=KeyboardInterrupt):
-            code, out, err = self.search()
-        self.assertEqual(code, 130)
-        with open(path, "rb") as f:
-            self.assertEqual(f.read(), before)              # the old cache is whole
-        self.assertEqual(os.listdir(self.cache), [os.path.basename(path)])  # no temporary file left
-
-    def test_a_cache_file_held_open_for_a_moment_is_still_replaced(self):
-        replace, calls = os.replace, []
-
-        def busy_twice(source, target):  # as Windows answers while another program reads the old file
-            calls.append(target)
-            if len(calls) <= 2:
-                raise PermissionError(13, "Access is denied", target)
-            replace(source, target)
-        with mock.patch.object(rag.os, "replace", busy_twice), mock.patch.object(rag.time, "sleep"):
-            code, out, err = self.search()
-        self.assertEqual((code, err, len(calls)), (0, "", 4))  # the chunks' save (tried 3 times), the question's
-        self.embed_inputs()
-        self.search("annual leave")
-        self.assertEqual(self.embed_inputs(), [["annual leave"]])  # the chunks' vectors were written
-
-    def test_a_cache_of_another_rag_py_version_is_neither_used_nor_changed(self):
-        self.search()
-        path = os.path.join(self.cache, os.listdir(self.cache)[0])
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        data["format"] = "rag.py embeddings 2"
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        with open(path, "rb") as f:
-            before = f.read()
-        code, out, err = self.search()
-        self.assertEqual(code, 0)
-        self.assertEqual(err, f"rag.py: warning: {path} was written by another version of rag.py: "
-                              "not using or changing it\n")
-        with open(path, "rb") as f:
-            self.assertEqual(f.read(), before)
-
-    def test_models_of_two_namespaces_have_two_cache_files(self):
-        paths = {rag.cache_path("c", model, ["docs"]) for model in ("alice/embed", "bob/embed", "embed")}
-        self.assertEqual(len(paths), 3)
-        self.assertEqual(rag.cache_path("c", "registry.ollama.ai/library/nomic-embed-text:latest", ["docs"]),
-                         rag.cache_path("c", "nomic-embed-text:latest", ["docs"]))
 
     def test_an_interrupted_first_run_keeps_what_it_embedded(self):
         self.fake.fail_after = 1  # the second /api/embed request fails: the server died
@@ -930,7 +845,7 @@ class EmbedTest(TempFolder):
         self.assertFalse(os.path.exists(self.cache))
 
     def test_legacy_endpoint_fallback_normalizes_vectors(self):
-        self.fake.embed_mode = "no-embed-endpoint"
+        self.fake.on_api_embed = NO_EMBED_ENDPOINT
         code, out, err = self.search()
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(len(self.embed_inputs("/api/embeddings")), 4)  # one text a request
@@ -948,16 +863,16 @@ class EmbedTest(TempFolder):
         self.assertEqual(err.count("\n"), 3)
 
     def test_missing_and_chat_only_embedding_models(self):
-        for mode, message in [("missing", "`ollama pull all-minilm`"), ("chat-only", "makes no embeddings")]:
-            with self.subTest(mode=mode):
-                self.fake.embed_mode = mode
+        for route, message in [(NO_SUCH_MODEL, "`ollama pull all-minilm`"), (CHAT_ONLY, "makes no embeddings")]:
+            with self.subTest(message=message):
+                self.fake.on_api_embed = route
                 code, out, err = self.search()
                 self.assertEqual(code, 1)
                 self.assertIn(message, err)
                 self.assertEqual(err.count("\n"), 1)
 
     def test_hybrid_falls_back_to_words_with_one_warning(self):
-        self.fake.embed_mode = "missing"
+        self.fake.on_api_embed = NO_SUCH_MODEL
         code, out, err = self.search("per diem Japan", mode="hybrid")
         self.assertEqual(code, 0)
         self.assertEqual(err.count("\n"), 1)
@@ -999,7 +914,7 @@ class EmbedTest(TempFolder):
         self.assertEqual(err.count("\n"), 1)
 
     def test_a_cut_off_reply_is_one_line(self):
-        self.fake.embed_mode = "cut"
+        self.fake.on_api_embed = cuts_off
         code, out, err = self.search()
         self.assertEqual(code, 1)
         self.assertRegex(err, r"^rag.py: the connection to Ollama broke mid-reply \(IncompleteRead\)\. Try again\.\n$")
@@ -1026,19 +941,6 @@ class EmbedTest(TempFolder):
         self.assertEqual(list(vector), [0.6000000238418579, 0.800000011920929])  # float32
         self.assertEqual(list(rag.unit_vector([0.0, 0.0])), [0.0, 0.0])
 
-    def test_the_cache_keeps_the_most_recently_asked_questions(self):
-        def ask(*questions):
-            """Search for the questions in one run; return the keys of the questions in the cache file."""
-            run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache, "--mode", "embedding",
-                      "--embed-model", "all-minilm", "--search", "--json"], stdin="\n".join(questions) + "\n")
-            with open(os.path.join(self.cache, os.listdir(self.cache)[0]), encoding="utf-8") as f:
-                return list(json.load(f)["questions"])
-        key = rag.text_key  # all-minilm has no question prefix: the key is the question's
-        with mock.patch.object(rag, "MAX_CACHED_QUESTIONS", 2):
-            self.assertEqual(ask("travel desk", "annual leave", "per diem"), [key("annual leave"), key("per diem")])
-            # "annual leave", asked again, becomes the most recent: "per diem" is dropped for "trains"
-            self.assertEqual(ask("annual leave", "trains"), [key("annual leave"), key("trains")])
-
     def test_each_set_of_docs_has_its_own_cache_file(self):
         other = os.path.dirname(self.write("other/faq.md", "# FAQ\n\nThe travel desk opens at nine."))
 
@@ -1056,23 +958,6 @@ class EmbedTest(TempFolder):
         self.embed_inputs()
         search(other, self.docs)                   # the same set named in another order: the same file
         self.assertEqual((len(os.listdir(self.cache)), self.embed_inputs()), (3, []))
-
-    def test_a_cache_made_with_other_prefixes_or_another_model_is_not_trusted(self):
-        for field, value in [("prefixes", ["", ""]), ("model", "nomic-embed-text:v2")]:
-            with self.subTest(field=field):
-                self.search(model="nomic-embed-text")
-                path = os.path.join(self.cache, os.listdir(self.cache)[0])
-                with open(path, encoding="utf-8") as f:
-                    data = json.load(f)
-                data[field] = value  # as an older rag.py, or a model whose file name is the same, left it
-                with open(path, "w", encoding="utf-8") as f:
-                    json.dump(data, f)
-                self.embed_inputs()
-                code, out, err = self.search(model="nomic-embed-text")
-                self.assertEqual(code, 0)
-                self.assertRegex(err, r"^rag.py: warning: ignoring the embedding cache \S+ \(made for another "
-                                      r"model, or not by rag.py\); it will be rebuilt\n$")
-                self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # 3 chunks, 1 question
 
     def test_a_reply_with_the_wrong_number_of_vectors_is_an_error(self):
         def one_short(handler, body):  # a broken server: the last text of a batch gets no vector
@@ -1095,6 +980,152 @@ class EmbedTest(TempFolder):
         self.assertEqual(code, 1)
         self.assertEqual(err.splitlines()[-1], "rag.py: all-minilm keeps changing the size of its vectors; try again")
         self.assertEqual(len(self.embed_inputs()), 3 + 2)  # one pass and one retry, no question
+
+
+class EmbeddingCacheTest(TempFolder):
+    """The cache's own methods: load, add and save, on a file in a temporary folder."""
+
+    def setUp(self):
+        super().setUp()
+        self.path = os.path.join(self.folder, "cache", "c.json")
+
+    def saved(self, chunks=None, questions=None, model="nomic-embed-text"):
+        """Return a cache saved with these {key: vector} tables, read back from its file."""
+        cache = rag.EmbeddingCache(self.path, model)
+        for table, vectors in (("chunks", chunks or {"a": [1.0, 0.0]}), ("questions", questions or {})):
+            if vectors:
+                cache.add(table, list(vectors), [rag.unit_vector(v) for v in vectors.values()])
+        cache.chunk_keys = list(chunks or {"a": 0})
+        cache.save()
+        return rag.EmbeddingCache(self.path, model)
+
+    def load_with_warnings(self, model="nomic-embed-text"):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            cache = rag.EmbeddingCache(self.path, model)
+        return cache, err.getvalue()
+
+    def test_what_is_saved_is_loaded_back(self):
+        cache = self.saved({"a": [3.0, 4.0], "b": [0.0, 2.0]}, {"q": [1.0, 1.0]})
+        self.assertEqual((cache.dimension, sorted(cache.chunks), list(cache.questions)), (2, ["a", "b"], ["q"]))
+        self.assertEqual(list(cache.chunks["a"]), list(rag.unit_vector([3.0, 4.0])))
+
+    def test_a_damaged_or_foreign_file_is_ignored_with_one_warning(self):
+        self.saved()
+        with open(self.path, encoding="utf-8") as f:
+            good = json.load(f)
+        table = [b"", b'{"format": "rag.py embeddings 1", "model": "nomic-embed-text"', b"\x00\xff garbage",
+                 b'{"format": "someone else"}', b"[1, 2, 3]",
+                 json.dumps(dict(good, dimension=4)).encode(),                 # vectors of the wrong size
+                 json.dumps(dict(good, prefixes=["", ""])).encode(),           # made with other prefixes
+                 json.dumps(dict(good, model="nomic-embed-text:v2")).encode()]  # for another model
+        for damage in table:
+            with self.subTest(damage=damage[:40]):
+                with open(self.path, "wb") as f:
+                    f.write(damage)
+                cache, err = self.load_with_warnings()
+                self.assertRegex(err, r"^rag.py: warning: ignoring the embedding cache \S+ \(.+\); it will be rebuilt\n$")
+                self.assertEqual((cache.chunks, cache.questions, cache.changed), ({}, {}, True))
+
+    def test_a_file_of_another_rag_py_version_is_neither_used_nor_written(self):
+        self.saved()
+        with open(self.path, encoding="utf-8") as f:
+            data = json.load(f)
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump(dict(data, format="rag.py embeddings 2"), f)
+        with open(self.path, "rb") as f:
+            before = f.read()
+        cache, err = self.load_with_warnings()
+        self.assertEqual(err, f"rag.py: warning: {self.path} was written by another version of rag.py: "
+                              "not using or changing it\n")
+        cache.add("chunks", ["b"], [rag.unit_vector([1.0, 1.0])])
+        cache.save()
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_vectors_of_another_size_drop_the_chunks_but_a_question_of_another_size_is_an_error(self):
+        cache = rag.EmbeddingCache(None, "m")
+        cache.add("chunks", ["a"], [rag.unit_vector([1.0, 0.0])])
+        with self.assertRaisesRegex(rag.RagError, "^m made a question vector of 3 numbers, the cached chunk "
+                                                  "vectors have 2: try again$"):
+            cache.add("questions", ["q"], [rag.unit_vector([1.0, 0.0, 0.0])])
+        with self.assertRaisesRegex(rag.RagError, "returned vectors of 2 and 3 numbers together"):
+            cache.add("chunks", ["b", "c"], [rag.unit_vector([1.0, 0.0]), rag.unit_vector([1.0, 0.0, 0.0])])
+        self.assertEqual(list(cache.chunks), ["a"])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            cache.add("chunks", ["b"], [rag.unit_vector([1.0, 0.0, 0.0])])  # the model was replaced
+        self.assertEqual(err.getvalue(), "rag.py: warning: m now makes vectors of 3 numbers, not 2: dropping the "
+                                         "cached ones\n")
+        self.assertEqual((list(cache.chunks), cache.dimension), (["b"], 3))
+
+    def test_save_keeps_the_current_chunks_and_the_latest_questions(self):
+        cache = rag.EmbeddingCache(self.path, "m")
+        cache.add("chunks", ["old", "new"], [rag.unit_vector([1.0, 0.0])] * 2)
+        cache.add("questions", ["q1", "q2", "q3"], [rag.unit_vector([0.0, 1.0])] * 3)
+        cache.chunk_keys = ["new"]  # the documents have no "old" chunk any more
+        with mock.patch.object(rag, "MAX_CACHED_QUESTIONS", 2):
+            cache.save()
+        loaded = rag.EmbeddingCache(self.path, "m")
+        self.assertEqual((list(loaded.chunks), list(loaded.questions)), (["new"], ["q2", "q3"]))
+
+    def test_a_question_asked_again_becomes_the_most_recent(self):
+        cache = rag.EmbeddingCache(None, "m")
+        cache.add("questions", [rag.text_key("a"), rag.text_key("b")], [rag.unit_vector([1.0, 0.0])] * 2)
+        rag.question_vector("a", rag.Embeddings([], cache, rag.Config()))  # from the cache: no server asked
+        self.assertEqual(list(cache.questions), [rag.text_key("b"), rag.text_key("a")])
+
+    def test_save_writes_only_when_something_changed(self):
+        cache = self.saved()
+        cache.chunk_keys = ["a"]
+        with mock.patch.object(rag.os, "replace") as replace:
+            cache.save()
+        replace.assert_not_called()
+
+    def test_save_is_atomic_and_private(self):
+        self.saved()
+        with open(self.path, "rb") as f:
+            before = f.read()
+        cache = rag.EmbeddingCache(self.path, "nomic-embed-text")
+        cache.add("chunks", ["b"], [rag.unit_vector([0.0, 1.0])])
+        with mock.patch.object(rag.json, "dump", side_effect=KeyboardInterrupt), self.assertRaises(KeyboardInterrupt):
+            cache.save()
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), before)                            # the old cache is whole
+        self.assertEqual(os.listdir(os.path.dirname(self.path)), ["c.json"])  # no temporary file left
+        if os.name == "posix":
+            self.assertEqual(os.stat(os.path.dirname(self.path)).st_mode & 0o777, 0o700)
+            self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
+
+    def test_a_file_held_open_for_a_moment_is_still_replaced(self):
+        replace, calls = os.replace, []
+
+        def busy_twice(source, target):  # as Windows answers while another program reads the old file
+            calls.append(target)
+            if len(calls) <= 2:
+                raise PermissionError(13, "Access is denied", target)
+            replace(source, target)
+        with mock.patch.object(rag.os, "replace", busy_twice), mock.patch.object(rag.time, "sleep"):
+            cache = self.saved()
+        self.assertEqual((len(calls), list(cache.chunks)), (3, ["a"]))
+
+    def test_an_unwritable_folder_is_reported_once_and_not_tried_again(self):
+        self.write("cache", "a file where the folder should be")
+        cache = rag.EmbeddingCache(self.path, "m")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            for key in ("a", "b"):
+                cache.add("chunks", [key], [rag.unit_vector([1.0, 0.0])])
+                cache.chunk_keys.append(key)
+                cache.save()
+        self.assertEqual(err.getvalue().count("could not write the embedding cache"), 1, err.getvalue())
+        self.assertIsNone(cache.path)
+
+    def test_models_of_two_namespaces_have_two_cache_files(self):
+        paths = {rag.cache_path("c", model, ["docs"]) for model in ("alice/embed", "bob/embed", "embed")}
+        self.assertEqual(len(paths), 3)
+        self.assertEqual(rag.cache_path("c", "registry.ollama.ai/library/nomic-embed-text:latest", ["docs"]),
+                         rag.cache_path("c", "nomic-embed-text:latest", ["docs"]))
 
 
 # ----------------------------------------------------------------------------------------- Retrieve
@@ -1302,6 +1333,10 @@ def break_off_chat(fake, how):
     return fake
 
 
+HTTP_500 = {"error": "llama runner process has terminated: exit status 2"}
+MIDSTREAM_ERROR = {"error": "an error was encountered while running the model"}
+
+
 class AnswerTest(unittest.TestCase):
     """The whole question -> answer flow against the fake server: what was sent, what the user saw."""
 
@@ -1347,14 +1382,16 @@ class AnswerTest(unittest.TestCase):
         self.assertEqual(fake.requests, [])
 
     def test_thinking_is_not_printed_as_the_answer(self):
-        code, out, err = self.ask(FakeOllama(mode="thinking"))
+        thought = [{"message": {"role": "assistant", "content": "", "thinking": "Let me see."}, "done": False}]
+        inline = [{"message": {"content": c}, "done": False} for c in ("<thi", "nk>secret plan</th", "ink>")]
+        code, out, err = self.ask(FakeOllama(chat=streams(thought + inline + answer_lines(ANSWER))))
         self.assertEqual(code, 0)
         self.assertNotIn("secret plan", out)
         self.assertNotIn("Let me see", out)
         self.assertTrue(out.startswith("Expense reports"))
 
     def test_json_failure_keeps_the_hits_and_says_what_went_wrong(self):
-        code, out, err = self.ask(FakeOllama(mode="midstream-error"), "--json")
+        code, out, err = self.ask(FakeOllama(chat=streams(answer_lines(ANSWER)[:2] + [MIDSTREAM_ERROR])), "--json")
         record = json.loads(out)
         self.assertEqual(code, 1)
         self.assertEqual(record["answer"], "Expense reports")
@@ -1362,7 +1399,7 @@ class AnswerTest(unittest.TestCase):
         self.assertTrue(record["hits"])
 
     def test_questions_from_stdin_go_on_after_a_failure(self):
-        fake = FakeOllama(mode="http500")
+        fake = FakeOllama(chat=replies(500, HTTP_500))
         self.addCleanup(fake.close)
         code, out, err = run_main(["--host", fake.url], stdin="expense report deadline\nper diem Japan\n")
         self.assertEqual(code, 1)
@@ -1407,26 +1444,28 @@ class AnswerTest(unittest.TestCase):
         self.assertLessEqual(self.chat_requests(fake)[0]["options"]["num_ctx"], 2048)
 
     def test_failures_are_one_clear_line_and_exit_1(self):
+        begun = answer_lines(ANSWER)[:2]
         table = [
-            ("missing", "ollama pull llama3.2`; the server has: llama3.2:latest, nomic-embed-text:latest"),
-            ("missing-old", "ollama pull llama3.2"),
-            ("embedding-model", "cannot do this"),
-            ("http500", "HTTP 500: llama runner process has terminated"),
-            ("malformed", "/api/chat sent something that is not Ollama's JSON ('not json{')"),
-            ("not-an-object", "/api/chat sent something that is not Ollama's JSON ('null')"),
-            ("midstream-error", "error while answering: an error was encountered"),
-            ("cut", "ended before Ollama said it was done"),
+            (replies(404, {"error": "model 'llama3.2' not found"}),
+             "ollama pull llama3.2`; the server has: llama3.2:latest, nomic-embed-text:latest"),
+            (replies(404, {"error": "model 'llama3.2' not found, try pulling it first"}), "ollama pull llama3.2"),
+            (replies(400, {"error": '"llama3.2" does not support chat'}), "cannot do this"),
+            (replies(500, HTTP_500), "HTTP 500: llama runner process has terminated"),
+            (replies(200, "not json{"), "/api/chat sent something that is not Ollama's JSON ('not json{')"),
+            (streams([None]), "/api/chat sent something that is not Ollama's JSON ('null')"),
+            (streams(begun + [MIDSTREAM_ERROR]), "error while answering: an error was encountered"),
+            (streams(begun, close_early=True), "ended before Ollama said it was done"),
         ]
-        for mode, message in table:
-            with self.subTest(mode=mode):
-                code, out, err = self.ask(FakeOllama(mode=mode))
+        for chat, message in table:
+            with self.subTest(message=message):
+                code, out, err = self.ask(FakeOllama(chat=chat))
                 self.assertEqual(code, 1)
                 self.assertIn(message, err)
                 self.assertEqual(err.count("\n"), 1, err)
                 self.assertNotIn("Traceback", err)
 
     def test_a_reply_slower_than_the_timeout(self):
-        code, out, err = self.ask(FakeOllama(mode="slow"), "--timeout", "0.1")
+        code, out, err = self.ask(FakeOllama(chat=streams(answer_lines(ANSWER), delay=0.5)), "--timeout", "0.1")
         self.assertEqual(code, 1)
         self.assertIn("did not answer within 0.1 s", err)
         self.assertIn("--timeout", err)
@@ -1562,7 +1601,7 @@ class EvalTest(TempFolder):
         self.assertEqual(len([r for r in fake.requests if r[1] == "/api/chat"]), 4)  # zebra was not asked
 
     def test_a_failed_answer_is_counted_and_the_report_still_printed(self):
-        fake = FakeOllama(mode="http500")
+        fake = FakeOllama(chat=replies(500, HTTP_500))
         self.addCleanup(fake.close)
         path = self.write("q.tsv", EVAL_FILE)
         code, out, err = run_main(["--eval", path, "--answer", "--json", "--host", fake.url])
