@@ -351,15 +351,7 @@ def text_paragraphs(text):
 
     for number, line in enumerate(one_line_end(text).split("\n"), 1):
         line = line.rstrip()
-        fence = FENCE.match(line)
-        if opened:  # only the same kind of fence, as long or longer and alone on its line, ends the block
-            code = True
-            if fence and fence.group(1)[0] == opened[0] and len(fence.group(1)) >= len(opened) \
-                    and not fence.group(2).strip():
-                opened = ""
-        else:  # "```make``` builds it" starts with inline code, not a block
-            code = bool(fence) and not (fence.group(1)[0] == "`" and "`" in fence.group(2))
-            opened = fence.group(1) if code else ""
+        code, opened = in_code(line, opened)
         if not line.strip():
             if opened:  # a code block is one paragraph: its "# comment" after a blank line is no heading
                 lines.append("")
@@ -380,6 +372,20 @@ def text_paragraphs(text):
             close()
     close()
     return paragraphs
+
+
+def in_code(line, opened):
+    """Return (is the line code, the fence still open after it), given the fence open before it ("" if none).
+
+    Example: in_code("```python", "") -> (True, "```"); in_code("```", "```") -> (True, "")
+    """
+    fence = FENCE.match(line)
+    if opened:  # only the same kind of fence, as long or longer and alone on its line, ends the block
+        closes = fence and fence.group(1)[0] == opened[0] and len(fence.group(1)) >= len(opened) \
+            and not fence.group(2).strip()
+        return True, "" if closes else opened
+    code = bool(fence) and not (fence.group(1)[0] == "`" and "`" in fence.group(2))  # "```make``` builds it"
+    return code, fence.group(1) if code else ""                                    # is inline code
 
 
 class HtmlText(HTMLParser):
@@ -1963,18 +1969,73 @@ def print_report(report, as_json):
 # answered, printed, and the next one read.
 # ---------------------------------------------------------------------------------------------------
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("\n\n")[0].split(" - ", 1)[1],
-        epilog=textwrap.dedent("""\
-            examples:
-              python3 rag.py "When do I have to file my expense report?"
-              python3 rag.py --search -k 3 "per diem"
-              python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
-              python3 rag.py --docs ~/notes --search --json < questions.txt
+def main(argv=None):
+    """Run the command line; return the exit code."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
+            setattr(sys, name, open(os.devnull, mode))
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from(args)
+        cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
+        index = build_index(config.docs)
+        embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
+        config = replace(config, mode=mode)
+        try:
+            if not cases:
+                return 1 if run_questions(index, config, embeddings, args) else 0
+            report = evaluate(index, cases, args.eval, config, embeddings)
+            if args.answer:
+                report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
+            print_report(report, args.json)
+            return 1 if report.get("answers", {}).get("failed") else 0
+        finally:
+            if embeddings:
+                embeddings.cache.save()  # the questions' vectors
+    except RagError as e:
+        error(str(e))
+        return e.exit_code
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
 
-            exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""))
+
+def config_from(args):
+    """Return the Config for the arguments, after the checks that argparse cannot make."""
+    if args.eval and (args.question or args.search or args.show_prompt or args.explain):
+        raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
+                       "--search, --show-prompt and --explain", 2)
+    if args.explain and args.json:
+        raise RagError("--explain prints text for people; drop --json", 2)
+    server = OLLAMA_URL
+    if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
+        server = (ollama_url(args.host, "--host") if args.host is not None
+                  else ollama_url(os.environ.get("OLLAMA_HOST")))
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, server=server,
+                  model=args.model, embed_model=args.embed_model, context=args.context, timeout=args.timeout,
+                  cache="" if args.no_cache else args.cache, send=not args.show_prompt)
+
+
+EPILOG = """\
+examples:
+  python3 rag.py "When do I have to file my expense report?"
+  python3 rag.py --search -k 3 "per diem"
+  python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
+  python3 rag.py --docs ~/notes --search --json < questions.txt
+
+exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
+
+
+def build_parser():
+    """Return the parser of the command line; every default comes from the settings."""
+    parser = argparse.ArgumentParser(prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=__doc__.split("\n\n")[0].split(" - ", 1)[1], epilog=EPILOG)
     parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
                         "from stdin, one per line, or asked for interactively on a terminal")
     parser.add_argument("--docs", action="append", metavar="PATH",
@@ -2031,6 +2092,42 @@ def positive_seconds(text):
     return seconds
 
 
+def build_index(paths):
+    """Return the index of the documents under the given files and folders, for the rest of the run."""
+    if sys.implementation.name != "cpython":  # PyPy's collector works differently: leave it alone
+        return Index(split_documents(load_documents(paths)))
+    # Building makes about a million small objects that live until exit and hold no reference cycles,
+    # so CPython's cycle collector would only walk them again and again: pause it meanwhile, then
+    # leave the index out of its later walks.
+    gc.disable()
+    try:
+        index = Index(split_documents(load_documents(paths)))
+        gc.freeze()
+        return index
+    finally:
+        gc.enable()
+
+
+def run_questions(index, config, embeddings, args):
+    """Search, explain or answer each question in turn; return how many failed."""
+    failures, interactive = 0, not args.question and sys.stdin.isatty()
+    for number, question in enumerate(read_questions(args.question, sys.stdin)):
+        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
+            print(("\n" if number else "") + f">>> {question}")
+        try:
+            config = run_question(index, question, config, embeddings, args)
+        except RagError as e:  # say so, and go on with the next question
+            if args.search and args.json:  # one JSON line a question (answers print their own)
+                print(json_line(question, [], error=str(e)), flush=True)
+            error(str(e))
+            failures += 1
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
+    return failures
+
+
 def read_questions(words, stdin):
     """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt."""
     if words:
@@ -2068,58 +2165,6 @@ def prompt_loop():
         yield question
 
 
-def build_index(paths):
-    """Return the index of the documents under the given files and folders, for the rest of the run."""
-    if sys.implementation.name != "cpython":  # PyPy's collector works differently: leave it alone
-        return Index(split_documents(load_documents(paths)))
-    # Building makes about a million small objects that live until exit and hold no reference cycles,
-    # so CPython's cycle collector would only walk them again and again: pause it meanwhile, then
-    # leave the index out of its later walks.
-    gc.disable()
-    try:
-        index = Index(split_documents(load_documents(paths)))
-        gc.freeze()
-        return index
-    finally:
-        gc.enable()
-
-
-def config_from(args):
-    """Return the Config for the arguments, after the checks that argparse cannot make."""
-    if args.eval and (args.question or args.search or args.show_prompt or args.explain):
-        raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
-                       "--search, --show-prompt and --explain", 2)
-    if args.explain and args.json:
-        raise RagError("--explain prints text for people; drop --json", 2)
-    server = OLLAMA_URL
-    if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
-        server = (ollama_url(args.host, "--host") if args.host is not None
-                  else ollama_url(os.environ.get("OLLAMA_HOST")))
-    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, server=server,
-                  model=args.model, embed_model=args.embed_model, context=args.context, timeout=args.timeout,
-                  cache="" if args.no_cache else args.cache, send=not args.show_prompt)
-
-
-def run_questions(index, config, embeddings, args):
-    """Search, explain or answer each question in turn; return how many failed."""
-    failures, interactive = 0, not args.question and sys.stdin.isatty()
-    for number, question in enumerate(read_questions(args.question, sys.stdin)):
-        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
-            print(("\n" if number else "") + f">>> {question}")
-        try:
-            config = run_question(index, question, config, embeddings, args)
-        except RagError as e:  # say so, and go on with the next question
-            if args.search and args.json:  # one JSON line a question (answers print their own)
-                print(json_line(question, [], error=str(e)), flush=True)
-            error(str(e))
-            failures += 1
-        except KeyboardInterrupt:
-            if not interactive:
-                raise
-            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
-    return failures
-
-
 def run_question(index, question, config, embeddings, args):
     """Search, explain or answer one question and print what came of it; return the config for the
     next question (hybrid mode searches by words once a question could not be embedded)."""
@@ -2142,43 +2187,6 @@ def run_question(index, question, config, embeddings, args):
     if answer.failure:
         raise answer.failure
     return replace(config, mode=answer.mode)
-
-
-def main(argv=None):
-    """Run the command line; return the exit code."""
-    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
-        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
-            setattr(sys, name, open(os.devnull, mode))
-    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
-    args = build_parser().parse_args(argv)
-    try:
-        config = config_from(args)
-        cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
-        index = build_index(config.docs)
-        embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
-        config = replace(config, mode=mode)
-        try:
-            if not cases:
-                return 1 if run_questions(index, config, embeddings, args) else 0
-            report = evaluate(index, cases, args.eval, config, embeddings)
-            if args.answer:
-                report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
-            print_report(report, args.json)
-            return 1 if report.get("answers", {}).get("failed") else 0
-        finally:
-            if embeddings:
-                embeddings.cache.save()  # the questions' vectors
-    except RagError as e:
-        error(str(e))
-        return e.exit_code
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
-        return 0
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

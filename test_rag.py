@@ -1998,6 +1998,13 @@ class ReadmeTest(TempFolder):
         self.assertGreaterEqual(ran, 5)
         self.assertEqual(sorted(os.listdir(self.folder)), ["handbook.txt", "questions.tsv", "rag.py"])
 
+    def test_every_name_the_tour_gives_is_in_rag_py(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            tour = f.read().partition("## How it works")[2]
+        names = set(re.findall(r"`([A-Za-z_]\w*)(?:\(\))?`", tour)) - {"OLLAMA_HOST"}  # an environment variable
+        self.assertGreater(len(names), 20)
+        self.assertEqual(sorted(name for name in names if not hasattr(rag, name)), [])
+
 
 # ----------------------------------------------------------------------------------------- Command line
 
