@@ -32,7 +32,7 @@ import time
 from array import array
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from html.parser import HTMLParser
 
@@ -66,6 +66,8 @@ MIN_NUM_CTX = 2048       # never ask for a smaller window than Ollama's own smal
 NUM_CTX_STEP = 1024      # num_ctx is rounded up to a multiple of this, so similar prompts reuse a loaded model
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
+BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
+UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estimated prompt tokens cut it
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
@@ -167,14 +169,16 @@ class Config:
     docs: tuple = (DEFAULT_DOCS,)
     mode: str = DEFAULT_MODE        # how chunks are ranked: a key of RANKINGS (Retrieve)
     k: int = TOP_K
-    api: str = "ollama"             # which kind of model server: a key of APIS (Model server)
+    api: str = "auto"               # which kind of model server: a key of APIS (Model server), or found out
     server: str = OLLAMA_URL
-    model: str = CHAT_MODEL
-    embed_model: str = EMBED_MODEL
-    context: int = CONTEXT_TOKENS
+    model: str = ""                 # "": the server's own default (connect() fills it in)
+    embed_model: str = ""
+    context: int = CONTEXT_TOKENS   # most prompt + answer tokens sent; at most the server's window
+    window: int = 0                 # the model's context window, when the server says it (0: unknown)
     timeout: float = READ_TIMEOUT
     cache: str = ""                 # folder of the embedding cache; "" keeps none
     send: bool = True               # False: build the request to the model but do not send it
+    key: str = field(default="", repr=False)  # the server's API key: sent to it alone, never printed
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,9 @@ class Request:
     """One request to the model server: where it goes and its JSON body, exactly as sent."""
     url: str
     body: dict
+    tokens: int = 0                 # the prompt's estimated tokens
+    window: int = 0                 # the context window it is sent into, when known
+    key: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -916,38 +923,55 @@ def is_loopback(url):
     return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
-def http_request(url, payload, timeout):
+def origin(url):
+    """Return the scheme, host and port of a URL: how messages name a server.
+
+    Example: origin("http://127.0.0.1:8080/v1/chat/completions") -> "http://127.0.0.1:8080"
+    """
+    scheme, _, rest = url.partition("://")
+    return scheme + "://" + rest.split("/", 1)[0]
+
+
+def http_request(url, payload, timeout, api="ollama", key=""):
     """Send a request (POST with a JSON body, GET without one); return the open HTTP response.
 
-    Failures become RagError with a message that says what to do. Loopback addresses bypass any
-    proxy from the environment (a corporate HTTP_PROXY would otherwise receive them and fail)."""
+    Failures become RagError with a message that says what to do, in the words of the kind of server
+    (api, a key of APIS). A server that answers 503 (busy, or still loading its model) is asked again
+    until timeout. The key, if any, goes only into this request's Authorization header. Loopback
+    addresses bypass any proxy from the environment (a corporate HTTP_PROXY would receive them and fail)."""
     import http.client  # here, not at the top: see the note after the imports
     import socket
     import urllib.error
     import urllib.request
-    data = None if payload is None else json.dumps(payload).encode("utf-8")
-    request = urllib.request.Request(url, data, {"Content-Type": "application/json"})
-    proxies = {} if is_loopback(url) else None  # None: urllib's usual environment proxies
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
-    server = url.split("/api/")[0]
-    try:
-        return opener.open(request, timeout=timeout)
-    except urllib.error.HTTPError as e:
-        raise ollama_error(e, payload) from None
-    except urllib.error.URLError as e:
-        reason = getattr(e.reason, "strerror", None) or str(e.reason)
-        if "CERTIFICATE_VERIFY_FAILED" in str(e.reason):  # a company's TLS-inspecting proxy, say
-            raise RagError(f"the TLS certificate of {server} is not trusted here ({reason}): point SSL_CERT_FILE "
-                           "at your organisation's CA file (on macOS, run Python's Install Certificates)") from None
-        raise RagError(f"cannot reach Ollama at {server} ({reason}). Start it with `ollama serve`, "
-                       "or point OLLAMA_HOST or --host at it.") from None
-    except socket.timeout:
-        raise RagError(f"Ollama at {server} did not answer within {timeout:g} s. It may still be "
-                       "loading the model: try again, or allow more time with --timeout.",
-                       detail="timeout") from None
-    except (http.client.HTTPException, ConnectionError) as e:
-        raise RagError(f"Ollama at {server} closed the connection without an answer "
-                       f"({type(e).__name__}). Is it restarting? Try again.") from None
+    headers = {"Content-Type": "application/json", **({"Authorization": "Bearer " + key} if key else {})}
+    request = urllib.request.Request(url, None if payload is None else json.dumps(payload).encode("utf-8"), headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({} if is_loopback(url) else None))
+    server, kind, deadline = origin(url), APIS[api], None
+    while True:
+        try:
+            return opener.open(request, timeout=timeout)
+        except urllib.error.HTTPError as e:
+            if e.code != 503 or (deadline and time.monotonic() > deadline):
+                raise kind["error"](e, payload) from None
+            if deadline is None:  # said once: the first call after a start loads the model
+                warn(f"{server} is busy or still loading the model (HTTP 503); waiting up to {timeout:g} s")
+                deadline = time.monotonic() + timeout
+            e.close()
+            time.sleep(BUSY_SECONDS)
+        except urllib.error.URLError as e:
+            reason = getattr(e.reason, "strerror", None) or str(e.reason)
+            if "CERTIFICATE_VERIFY_FAILED" in str(e.reason):  # a company's TLS-inspecting proxy, say
+                raise RagError(f"the TLS certificate of {server} is not trusted here ({reason}): point SSL_CERT_FILE "
+                               "at your organisation's CA file (on macOS, run Python's Install Certificates)") from None
+            raise RagError(f"cannot reach {kind['name']} at {server} ({reason}). {kind['start']}",
+                           detail="unreachable") from None
+        except socket.timeout:
+            raise RagError(f"{kind['name']} at {server} did not answer within {timeout:g} s. It may still be "
+                           "loading the model: try again, or allow more time with --timeout.",
+                           detail="timeout") from None
+        except (http.client.HTTPException, ConnectionError) as e:
+            raise RagError(f"{kind['name']} at {server} closed the connection without an answer "
+                           f"({type(e).__name__}). Is it restarting? Try again.") from None
 
 
 def ollama_error(error, payload):
@@ -962,7 +986,7 @@ def ollama_error(error, payload):
     model = (payload or {}).get("model", "")
     if error.code == 404 and from_ollama and model:
         message = (f"model {model!r} is not on the Ollama server. Pull it with "
-                   f"`ollama pull {model}`{available_models(error.url.split('/api/')[0])}")
+                   f"`ollama pull {model}`{available_models(origin(error.url))}")
     elif error.code == 404:
         message = f"{error.url} does not exist ({text}): is this an Ollama server, and a recent one?"
     elif not from_ollama:
@@ -978,42 +1002,43 @@ def ollama_error(error, payload):
     return RagError(message, status=error.code, detail=text)
 
 
-def ask_json(url, payload, timeout):
+def ask_json(url, payload, timeout, api="ollama", key=""):
     """Send a request and return the JSON object of the whole reply. A reply cut off, or anything
     but a JSON object, is a RagError like every other failure."""
-    with http_request(url, payload, timeout) as response, reading_from(url.split("/api/")[0], timeout):
-        return json_object(response.read().decode("utf-8", "replace"), url)  # read() notices a reply cut short
+    with http_request(url, payload, timeout, api, key) as response, reading_from(url, timeout, api):
+        return json_object(response.read().decode("utf-8", "replace"), url, api)  # read() notices a reply cut short
 
 
-def json_object(text, url):
-    """Return text read as a JSON object; anything else is a RagError: the server is not Ollama."""
+def json_object(text, url, api="ollama"):
+    """Return text read as a JSON object; anything else is a RagError: the server is of another kind."""
     try:
         value = json.loads(text)
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise RagError(f"{url} sent something that is not Ollama's JSON ({' '.join(text.split())[:80]!r}): "
-                       "is OLLAMA_HOST or --host an Ollama server?")
+        raise RagError(f"{url} sent something that is not {APIS[api]['json']} ({' '.join(text.split())[:80]!r}): "
+                       f"{APIS[api]['check']}")
     return value
 
 
 @contextmanager
-def reading_from(server, timeout):
+def reading_from(url, timeout, api="ollama"):
     """Turn the network failures of reading a reply, inside this with-block, into RagError."""
     import http.client  # here, not at the top: see the note after the imports
     import socket
+    name = APIS[api]["name"]
     try:
         yield
     except socket.timeout:
-        raise RagError(f"Ollama at {server} stopped sending for {timeout:g} s; try again or "
+        raise RagError(f"{name} at {origin(url)} stopped sending for {timeout:g} s; try again or "
                        "raise --timeout.") from None
     except (http.client.HTTPException, ConnectionError) as e:
-        raise RagError(f"the connection to Ollama broke mid-reply ({type(e).__name__}). Try again.") from None
+        raise RagError(f"the connection to {name} broke mid-reply ({type(e).__name__}). Try again.") from None
 
 
-def read_lines(response, server, timeout):
+def read_lines(response, url, timeout, api="ollama"):
     """Yield the lines of a streamed reply as they arrive."""
-    with reading_from(server, timeout):
+    with reading_from(url, timeout, api):
         for raw in response:
             yield raw.decode("utf-8", "replace")
 
@@ -1027,51 +1052,57 @@ def available_models(server):
     return "; the server has: " + (", ".join(names) if names else "no models yet")
 
 
-def ollama_embed(server, model, texts, labels, timeout, shortened=False):
-    """Return a vector for each text from /api/embed. A text longer than the model takes is shortened
-    until it fits, with one warning; a server older than /api/embed is asked through /api/embeddings."""
-    payload = {"model": model, "input": texts, "truncate": False}  # never cut text silently
+def ollama_connect(config, sure):
+    """Return the config for Ollama at config.server, with its default models; None when the server
+    answers as another kind (unless sure). One that does not answer at all is taken for Ollama: its
+    errors say how to start it when it is needed."""
+    if config.server.endswith("/v1") and not sure:  # an OpenAI-compatible address, even on Ollama
+        return None
     try:
-        vectors = ask_json(server + "/api/embed", payload, timeout)["embeddings"]
+        version = ask_json(config.server + "/api/version", None, CONNECT_TIMEOUT).get("version")
     except RagError as e:
-        if e.status == 404 and "model" not in e.detail:  # no such endpoint: Ollama before 0.2.6
-            return [ollama_embed_legacy(server, model, text, timeout) for text in texts]
-        if e.status not in (400, 500) or "length" not in e.detail:
-            raise
-        if len(texts) > 1:  # find the text that is too long: ask for each one alone
-            return [v for i in range(len(texts)) for v in ollama_embed(server, model, texts[i:i + 1], labels[i:i + 1], timeout)]
-        shorter = texts[0][:len(texts[0]) * 3 // 4].rsplit(" ", 1)[0]
-        return ollama_embed(server, model, [shorter], labels, timeout, shortened=True)
-    except (KeyError, TypeError):
-        raise RagError(f"Ollama's /api/embed reply is not what was expected; is {server} Ollama?") from None
-    if shortened:  # said once, when it fits
-        warn(f"{labels[0]} is too long for {model}; embedding its first {len(texts[0])} characters only")
-    return vectors
+        version = "" if e.detail in ("unreachable", "timeout") else None
+    if not (isinstance(version, str) or sure):
+        return None
+    return replace(config, api="ollama", model=config.model or CHAT_MODEL, embed_model=config.embed_model or EMBED_MODEL)
 
 
-def ollama_embed_legacy(server, model, text, timeout):
-    """Return the vector of one text from the old /api/embeddings."""
+def ollama_embed(config, texts):
+    """Return a vector for each text from /api/embed; a server older than it is asked through /api/embeddings."""
+    payload = {"model": config.embed_model, "input": texts, "truncate": False}  # never cut text silently
     try:
-        return ask_json(server + "/api/embeddings", {"model": model, "prompt": text}, timeout)["embedding"]
+        return ask_json(config.server + "/api/embed", payload, config.timeout)["embeddings"]
+    except RagError as e:
+        if e.status != 404 or "model" in e.detail:
+            raise
     except (KeyError, TypeError):
-        raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {server} Ollama?") from None
+        raise RagError(f"Ollama's /api/embed reply is not what was expected; is {config.server} Ollama?") from None
+    return [ollama_embed_legacy(config, text) for text in texts]  # no such endpoint: Ollama before 0.2.6
+
+
+def ollama_embed_legacy(config, text):
+    """Return the vector of one text from the old /api/embeddings."""
+    payload = {"model": config.embed_model, "prompt": text}
+    try:
+        return ask_json(config.server + "/api/embeddings", payload, config.timeout)["embedding"]
+    except (KeyError, TypeError):
+        raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {config.server} Ollama?") from None
 
 
 def ollama_chat_request(config, messages, prompt_tokens):
     """Return the /api/chat request: low temperature, and a context window (num_ctx) that holds prompt
     and answer (Ollama's default window is 2048-4096 tokens, and it cuts a longer prompt without a word)."""
-    needed = prompt_tokens + ANSWER_TOKENS
-    options = {"temperature": TEMPERATURE, "num_ctx": max(MIN_NUM_CTX, -(-needed // NUM_CTX_STEP) * NUM_CTX_STEP),
-               "num_predict": ANSWER_TOKENS}
-    return Request(config.server + "/api/chat",
-                   {"model": config.model, "messages": messages, "stream": True, "options": options})
+    window = max(MIN_NUM_CTX, -(-(prompt_tokens + ANSWER_TOKENS) // NUM_CTX_STEP) * NUM_CTX_STEP)
+    options = {"temperature": TEMPERATURE, "num_ctx": window, "num_predict": ANSWER_TOKENS}
+    return Request(config.server + "/api/chat", {"model": config.model, "messages": messages, "stream": True,
+                                                 "options": options}, prompt_tokens, window)
 
 
 def ollama_chat(request, timeout, final):
     """Yield the answer's text from /api/chat as it arrives (NDJSON lines, each with a piece of the
-    message). The last line's counts go into the dict final: prompt_tokens, window, and length when the
-    answer was cut at its token limit."""
-    server = request.url.split("/api/")[0]
+    message). The last line's counts go into the dict final: prompt_tokens, and length when the answer
+    was cut at its token limit."""
+    server = origin(request.url)
     try:
         with http_request(server + "/api/version", None, CONNECT_TIMEOUT):  # is anybody there? (short wait)
             pass
@@ -1081,7 +1112,7 @@ def ollama_chat(request, timeout, final):
         raise RagError(f"Ollama at {server} accepts connections but did not answer within "
                        f"{CONNECT_TIMEOUT:g} s: it seems stuck. Restart it (`ollama serve`).") from None
     with http_request(request.url, request.body, timeout) as response:
-        for line in read_lines(response, server, timeout):
+        for line in read_lines(response, request.url, timeout):
             if not line.strip():
                 continue
             item = json_object(line, request.url)
@@ -1089,17 +1120,36 @@ def ollama_chat(request, timeout, final):
                 raise RagError(f"Ollama stopped with an error while answering: {item['error']}")
             yield (item.get("message") or {}).get("content") or ""  # "thinking" is not the answer
             if item.get("done"):
-                final.update(prompt_tokens=item.get("prompt_eval_count", 0), window=request.body["options"]["num_ctx"],
-                             length=item.get("done_reason") == "length")
+                final.update(prompt_tokens=item.get("prompt_eval_count", 0), length=item.get("done_reason") == "length")
                 return
     raise RagError("the answer ended before Ollama said it was done (did the server stop?). Try again.")
 
 
-# The kinds of model server, each by the three things rag.py asks of it (an appendix adds another):
-#   embed(server, model, texts, labels, timeout) -> a vector (a list of numbers) per text
+# The kinds of model server, each by the words its messages use and the few things rag.py asks of it:
+#   connect(config, sure) -> the config completed by what the server says of itself, or None when the
+#       server answers as another kind (sure: take it for this kind anyway)
+#   embed(config, texts) -> a vector (a list of numbers) per text
 #   chat_request(config, messages, prompt_tokens) -> the Request to send
 #   chat(request, timeout, final) -> the answer's text in pieces as they arrive; fills the dict final
-APIS = {"ollama": {"embed": ollama_embed, "chat_request": ollama_chat_request, "chat": ollama_chat}}
+#   error(HTTPError, payload) -> the RagError that says what to do
+# connect() tries them in this order; an appendix adds another kind.
+APIS = {"ollama": {"name": "Ollama", "json": "Ollama's JSON", "check": "is OLLAMA_HOST or --host an Ollama server?",
+                   "start": "Start it with `ollama serve`, or point OLLAMA_HOST or --host at it.",
+                   "connect": ollama_connect, "embed": ollama_embed, "chat_request": ollama_chat_request,
+                   "chat": ollama_chat, "error": ollama_error}}
+
+
+def connect(config):
+    """Return the config completed by the server at config.server: with --api auto, by the first kind in
+    APIS that answers there (the first of all when none does: its errors then say what is wrong)."""
+    if config.api != "auto":
+        return APIS[config.api]["connect"](config, True)
+    for name, api in APIS.items():
+        connected = api["connect"](replace(config, api=name), False)
+        if connected:
+            return connected
+    name = next(iter(APIS))
+    return APIS[name]["connect"](replace(config, api=name), True)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1246,9 +1296,11 @@ class EmbeddingCache:
         self.chunks, self.changed = chunks, False
 
 
-def cache_path(folder, model, docs):
-    """Return the cache file for a model and a set of --docs paths, in folder."""
+def cache_path(folder, model, docs, api="ollama"):
+    """Return the cache file for a model on a kind of server and a set of --docs paths, in folder. (The
+    same model may give other vectors on another kind of server: another build, another quantization.)"""
     name = model.replace("registry.ollama.ai/library/", "").replace(":", "-")  # alice/embed is not bob/embed
+    name = name if api == "ollama" else f"{api}-{name}"
     docs_id = text_key("\n".join(sorted(os.path.abspath(d) for d in docs)))[:12]
     return os.path.join(folder, f"embeddings-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{docs_id}.json")
 
@@ -1275,7 +1327,7 @@ class Embeddings:
 def use_embeddings(index, config):
     """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search."""
-    path = cache_path(config.cache, config.embed_model, config.docs) if config.cache else None
+    path = cache_path(config.cache, config.embed_model, config.docs, config.api) if config.cache else None
     cache = EmbeddingCache(path, config.embed_model)
     try:
         return Embeddings(chunk_vectors(index.chunks, cache, config), cache, config), config.mode
@@ -1286,15 +1338,32 @@ def use_embeddings(index, config):
         return None, "lexical"
 
 
-def embed_texts(config, texts, labels):
-    """Return a unit vector for each text, from the configured server and embedding model."""
-    vectors = APIS[config.api]["embed"](config.server, config.embed_model, texts, labels, config.timeout)
+# How the servers say that a text is longer than the embedding model takes: Ollama "the input length
+# exceeds the context length", llama-server "input (700 tokens) is too large to process", vLLM "maximum
+# context length is 512 tokens".
+TOO_LONG = re.compile(r"length|too large|too long", re.IGNORECASE)
+
+
+def embed_texts(config, texts, labels, shortened=False):
+    """Return a unit vector for each text, from the configured server and embedding model. A text
+    longer than the model takes is shortened by a quarter until it fits, with one warning."""
+    try:
+        vectors = APIS[config.api]["embed"](config, texts)
+    except RagError as e:
+        if e.status not in (400, 500) or not TOO_LONG.search(e.detail):
+            raise
+        if len(texts) > 1:  # find the text that is too long: ask for each one alone
+            return [v for i in range(len(texts)) for v in embed_texts(config, texts[i:i + 1], labels[i:i + 1])]
+        shorter = texts[0][:len(texts[0]) * 3 // 4].rsplit(" ", 1)[0]
+        return embed_texts(config, [shorter], labels, shortened=True)
     try:
         vectors = [unit_vector(vector) for vector in vectors]
     except (TypeError, ValueError):  # not lists of numbers
         raise RagError(f"the embeddings from {config.server} are not lists of numbers; is it the server meant?") from None
     if len(vectors) != len(texts):
         raise RagError(f"{config.server} returned {len(vectors)} vectors for {len(texts)} texts; try again")
+    if shortened:  # said once, when it fits
+        warn(f"{labels[0]} is too long for {config.embed_model}; embedding its first {len(texts[0])} characters only")
     return vectors
 
 
@@ -1542,9 +1611,10 @@ def prompt_for(index, question, found, mode, config):
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
                        "or shorten the question")
+    more = ("the server's model has no larger window (llama-server's -c sets it)" if config.window == config.context
+            else "a model with a larger context window can take more with --context")
     warnings = () if len(hits) == len(found) else (
-        f"only {len(hits)} of {len(found)} passages fit the {config.context}-token context budget; "
-        "a model with a larger context window can take more with --context",)
+        f"only {len(hits)} of {len(found)} passages fit the {config.context}-token context budget; {more}",)
     messages = build_messages(question, hits)
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in messages)
     request = APIS[config.api]["chat_request"](config, messages, prompt_tokens)
@@ -1616,15 +1686,22 @@ def normalized(text):
     return " ".join(text.lower().split()).strip(" .!\"'“”")
 
 
-def window_warnings(final):
-    """Return warnings about what the server's final counts show: a prompt as long as the context window
-    was probably cut by the server; an answer stopped at its token limit is cut short."""
-    warnings = []
-    if final.get("window") and final.get("prompt_tokens", 0) >= final["window"]:
-        warnings.append(f"the prompt filled the model's whole context window ({final['window']} tokens), "
+def final_warnings(final, request):
+    """Return warnings about what the server's final counts show: a prompt that filled the context window
+    (or, where the window is not known, was read as far fewer tokens than estimated) was probably cut by
+    the server; an answer stopped at its token limit is cut short; another model than the one asked for
+    answered (a server that serves one model whatever is asked)."""
+    warnings, read, answered = [], final.get("prompt_tokens", 0), final.get("model")
+    if request.window and read >= request.window:
+        warnings.append(f"the prompt filled the model's whole context window ({request.window} tokens), "
                         "so the server probably dropped part of the sources: try a smaller -k")
+    elif final.get("undercount"):
+        warnings.append(f"the server read the prompt as {read} tokens, far fewer than the ~{request.tokens} sent, "
+                        "so it probably dropped part of the sources: try a smaller -k")
     if final.get("length"):
         warnings.append(f"the answer reached the {ANSWER_TOKENS}-token limit and is cut short")
+    if answered and answered != request.body.get("model"):
+        warnings.append(f"the server answered with its model {answered!r}, not {request.body.get('model')!r}")
     return warnings
 
 
@@ -1642,7 +1719,7 @@ def generate(answer, config, on_text=None):
     text = "".join(pieces).strip()
     citations, warnings = check_citations(text, len(answer.hits))
     return replace(answer, text=text, citations=citations,
-                   warnings=answer.warnings + tuple(warnings + window_warnings(final)))
+                   warnings=answer.warnings + tuple(warnings + final_warnings(final, answer.request)))
 
 
 def ask(index, question, config, embeddings=None, on_text=None):
@@ -1788,6 +1865,8 @@ def explain(index, question, config, embeddings=None, search_only=False):
         print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit.chunk))} tokens")
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
+    window = f", a {config.window}-token window" if config.window else ""
+    print(wrapped(f"to model {config.model} at {config.server} ({config.api} API{window})", "  ", "    "))
     stage("Prompt")
     print_prompt(answer.request, False)
     return answer
@@ -1981,6 +2060,7 @@ def main(argv=None):
     try:
         config = config_from(args)
         cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
+        config = connect(config) if config.server else config
         index = build_index(config.docs)
         embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
         config = replace(config, mode=mode)
@@ -2013,13 +2093,26 @@ def config_from(args):
                        "--search, --show-prompt and --explain", 2)
     if args.explain and args.json:
         raise RagError("--explain prints text for people; drop --json", 2)
-    server = OLLAMA_URL
+    server, api, key = "", args.api, ""
     if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
-        server = (ollama_url(args.host, "--host") if args.host is not None
-                  else ollama_url(os.environ.get("OLLAMA_HOST")))
-    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, server=server,
-                  model=args.model, embed_model=args.embed_model, context=args.context, timeout=args.timeout,
-                  cache="" if args.no_cache else args.cache, send=not args.show_prompt)
+        server, api, key = server_from(args.host, args.api)
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, api=api, server=server,
+                  model=args.model or "", embed_model=args.embed_model or "", context=args.context,
+                  timeout=args.timeout, cache="" if args.no_cache else args.cache, send=not args.show_prompt, key=key)
+
+
+def server_from(host, api):
+    """Return (server URL, api, API key) from --host and --api, else the environment: OLLAMA_HOST, else
+    OPENAI_BASE_URL or OPENAI_API_BASE (an OpenAI-compatible server). The key is RAG_API_KEY, or
+    OPENAI_API_KEY for a server named by OPENAI_BASE_URL alone: an OpenAI key must not go anywhere else."""
+    key = os.environ.get("RAG_API_KEY", "")
+    if host is not None:
+        return ollama_url(host, "--host"), api, key
+    openai_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if openai_base and not os.environ.get("OLLAMA_HOST"):
+        name = "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "OPENAI_API_BASE"
+        return ollama_url(openai_base, name), "openai" if api == "auto" else api, key or os.environ.get("OPENAI_API_KEY", "")
+    return ollama_url(os.environ.get("OLLAMA_HOST")), api, key
 
 
 EPILOG = """\
@@ -2027,7 +2120,7 @@ examples:
   python3 rag.py "When do I have to file my expense report?"
   python3 rag.py --search -k 3 "per diem"
   python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
-  python3 rag.py --docs ~/notes --search --json < questions.txt
+  python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
 
 exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
 
@@ -2049,14 +2142,17 @@ def build_parser():
     parser.add_argument("--mode", choices=RANKINGS, default=DEFAULT_MODE,
                         help="rank passages by words (no model needed), by embeddings, or a weighted sum of both "
                              "(default: %(default)s)")
-    parser.add_argument("--embed-model", default=EMBED_MODEL,
-                        help="Ollama embedding model for --mode embedding/hybrid (default: %(default)s)")
+    parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
+                                              f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
     parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
                         help="where embeddings are kept between runs (default: %(default)s)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
-    parser.add_argument("--model", default=CHAT_MODEL,
-                        help="Ollama chat model that writes the answer (default: %(default)s)")
-    parser.add_argument("--host", help=f"Ollama server, as in OLLAMA_HOST (default: $OLLAMA_HOST, else {OLLAMA_URL})")
+    parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
+                                        "the served one elsewhere)")
+    parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
+                                       f"OpenAI-compatible (default: $OLLAMA_HOST, else {OLLAMA_URL})")
+    parser.add_argument("--api", choices=["auto", *APIS], default="auto",
+                        help="the kind of model server: auto finds out (default: %(default)s)")
     parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
                         help="most tokens of prompt and answer sent to the model (default: %(default)s)")
     parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
@@ -2187,6 +2283,163 @@ def run_question(index, question, config, embeddings, args):
     if answer.failure:
         raise answer.failure
     return replace(config, mode=answer.mode)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: OpenAI-compatible servers - llama.cpp's llama-server (and llamafile), LM Studio, vLLM,
+# LocalAI, Jan, and Ollama's own /v1. Adds APIS["openai"]: the chat streamed as Server-Sent Events,
+# /v1/embeddings, and /v1/models for the model served and its context window. A server that wants an
+# API key gets it (RAG_API_KEY) in its Authorization header, and nothing else ever sees it.
+# ---------------------------------------------------------------------------------------------------
+
+def openai_connect(config, sure):
+    """Return the config for an OpenAI-compatible server: its /v1 address, the model it serves unless one
+    was chosen, and its context window when it says. None when it answers otherwise, unless sure or the
+    address ends in /v1 (a server down is then reported when it is needed)."""
+    base = config.server if config.server.endswith("/v1") else config.server + "/v1"
+    try:
+        models = ask_json(base + "/models", None, CONNECT_TIMEOUT, "openai", config.key)["data"]
+        ids = [model["id"] for model in models]
+    except (RagError, KeyError, TypeError):
+        if not (sure or config.server.endswith("/v1")):
+            return None
+        models, ids = [], []
+    chat_model, embed_model = config.model or (ids[:1] or ["default"])[0], config.embed_model or EMBED_MODEL
+    if len(ids) == 1 and embed_model not in ids:  # llama-server serves one model whatever is asked:
+        embed_model = ids[0]                      # its vectors are that model's, and cached as such
+    window = served_window(base, models, config.key)
+    return replace(config, api="openai", server=base, model=chat_model, embed_model=embed_model, window=window,
+                   context=min(config.context, window) if window else config.context)
+
+
+def served_window(base, models, key):
+    """Return the context window the server gives a request, in tokens, or 0 when it does not say:
+    llama-server's /v1/models meta.n_ctx (or /props, in older builds), vLLM's max_model_len."""
+    for model in models[:1]:
+        window = (model.get("meta") or {}).get("n_ctx") or model.get("max_model_len")
+        if isinstance(window, int):
+            return window
+    try:
+        window = ask_json(origin(base) + "/props", None, CONNECT_TIMEOUT, "openai", key)["default_generation_settings"]["n_ctx"]
+    except (RagError, KeyError, TypeError):
+        return 0
+    return window if isinstance(window, int) else 0
+
+
+def openai_error(error, payload):
+    """Return a RagError for an HTTP error status from an OpenAI-compatible server, saying what to do."""
+    text = error_text(error.read().decode("utf-8", "replace"))
+    server, model = origin(error.url), (payload or {}).get("model", "")
+    if error.code in (401, 403):
+        message = f"{server} wants an API key, or another one ({text}): set RAG_API_KEY to the server's key"
+    elif error.code == 404 and model and "model" in text.lower():
+        message = f"model {model!r} is not on {server} ({text}): choose one with --model{served_models(error.url)}"
+    elif error.code == 404:
+        message = f"{error.url} does not exist ({text}): is --host the server's /v1 address?"
+    elif re.search(r"context (size|length|window)|n_ctx", text, re.IGNORECASE) and "/embeddings" not in error.url:
+        message = f"the prompt does not fit the model's context window ({text}): lower -k or --context"
+    elif error.code == 501 or "pooling" in text.lower() or "support embeddings" in text.lower():
+        message = (f"{server} makes no embeddings ({text}): start llama-server with --embeddings and an "
+                   "embedding model, or choose an embedding model with --embed-model")
+    else:
+        message = f"{server} failed with HTTP {error.code}: {text.rstrip('.')}. Check the server's log; try again."
+    return RagError(message, status=error.code, detail=text)
+
+
+def error_text(body):
+    """Return the message of an error reply in any server's shape, on one line: {"error": {"message": ..}},
+    {"error": ".."}, {"detail": ..} (FastAPI), {"message": ..} (older vLLM), or the text itself."""
+    try:
+        reply = json.loads(body)
+        error = reply.get("error")
+        text = error.get("message") if isinstance(error, dict) else error or reply.get("detail") or reply["message"]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        text = body
+    return " ".join(str(text).split())[:200]
+
+
+def served_models(url):
+    """Return "; the server has: a, b" from /v1/models, or "" when that cannot be had."""
+    try:
+        ids = [model["id"] for model in ask_json(url.split("/v1/")[0] + "/v1/models", None, CONNECT_TIMEOUT, "openai")["data"]]
+    except (RagError, KeyError, TypeError):
+        return ""
+    return "; the server has: " + ", ".join(map(str, ids)) if ids else ""
+
+
+def openai_embed(config, texts):
+    """Return a vector for each text from /v1/embeddings, in the order of the texts."""
+    payload = {"model": config.embed_model, "input": texts, "encoding_format": "float"}
+    reply = ask_json(config.server + "/embeddings", payload, config.timeout, "openai", config.key)
+    try:
+        return [item["embedding"] for item in sorted(reply["data"], key=lambda item: item["index"])]
+    except (KeyError, TypeError):
+        raise RagError(f"the /v1/embeddings reply of {config.server} is not what was expected; "
+                       "is --host an OpenAI-compatible server?") from None
+
+
+def openai_chat_request(config, messages, prompt_tokens):
+    """Return the /v1/chat/completions request: streamed, with the usage counts at the end."""
+    body = {"model": config.model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
+            "temperature": TEMPERATURE, "max_tokens": ANSWER_TOKENS}
+    return Request(config.server + "/chat/completions", body, prompt_tokens, config.window, config.key)
+
+
+def openai_chat(request, timeout, final):
+    """Yield the answer's text from /v1/chat/completions as it streams. Each event holds a piece
+    (delta.content; reasoning_content is not the answer); the last ones the finish reason and the usage,
+    which go into the dict final with the model that answered."""
+    with http_request(request.url, request.body, timeout, "openai", request.key) as response:
+        if "text/event-stream" not in response.headers.get("Content-Type", ""):  # LM Studio's 200 with an error
+            raise RagError(f"{request.url} did not stream an answer: "
+                           f"{error_text(response.read().decode('utf-8', 'replace'))}")
+        for event, data in server_sent_events(read_lines(response, request.url, timeout, "openai")):
+            item = json_object(data, request.url, "openai")
+            if "error" in item or event == "error":
+                raise RagError(f"the server stopped with an error while answering: {error_text(data)}")
+            for choice in item.get("choices") or []:
+                yield (choice.get("delta") or {}).get("content") or ""
+                final["length"] = final.get("length") or choice.get("finish_reason") == "length"
+            usage, final["model"] = item.get("usage") or {}, item.get("model") or final.get("model")
+            if usage.get("prompt_tokens"):  # far fewer than estimated: the server cut the prompt to its window
+                final.update(prompt_tokens=usage["prompt_tokens"],
+                             undercount=usage["prompt_tokens"] < request.tokens * UNDERCOUNT_SHARE)
+
+
+def server_sent_events(lines):
+    """Yield (event type, data) for each Server-Sent Event in the lines of a stream, until "data: [DONE]".
+    A line "data: x" adds x to the event's data, "event: t" names its type, a blank line ends it, and a
+    line starting with ":" is a comment (a keep-alive). A stream that ends before [DONE] is a RagError.
+
+    Example: ["data: {}\n", "\n", ": ping\n", "data: [DONE]\n", "\n"] -> ("", "{}")
+    """
+    event, data = "", []
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if line.startswith(":"):
+            continue
+        if line:
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value  # one space after the colon is no data
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+            continue
+        if data == ["[DONE]"]:
+            return
+        if data:
+            yield event, "\n".join(data)
+        event, data = "", []
+    if data != ["[DONE]"]:  # [DONE] may end the stream without its blank line
+        raise RagError("the answer ended before the server said it was done (did it stop?). Try again.")
+
+
+APIS["openai"] = {"name": "the model server", "json": "an OpenAI-compatible reply",
+                  "check": "is --host an OpenAI-compatible server's /v1 address?",
+                  "start": "Start it (llama-server, LM Studio, vLLM, ...), or point --host at its /v1 address.",
+                  "connect": openai_connect, "embed": openai_embed, "chat_request": openai_chat_request,
+                  "chat": openai_chat, "error": openai_error}
 
 
 if __name__ == "__main__":

@@ -86,8 +86,10 @@ class FakeOllama:
     resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
     shrink = None             # texts holding this word come back one number short (a broken server)
 
+    not_found = (404, "404 page not found", "text/plain")  # what an unknown path gets
+
     def __init__(self, answer=ANSWER, chat=None, embed=None, **final):
-        self.answer, self.final, self.requests = answer, final, []
+        self.answer, self.final, self.requests, self.headers = answer, final, [], []
         self.on_api_chat = chat or self.on_api_chat
         self.on_api_embed = embed or self.on_api_embed
         fake = self
@@ -99,24 +101,19 @@ class FakeOllama:
                 pass
 
             def do_GET(self):
-                fake.requests.append(("GET", self.path, None))
-                if fake.foreign:
-                    self.reply(*fake.foreign)
-                elif self.path == "/api/version":
-                    self.reply(200, {"version": "0.12.6"})
-                elif self.path == "/api/tags":
-                    self.reply(200, {"models": [{"name": "llama3.2:latest"}, {"name": "nomic-embed-text:latest"}]})
-                else:
-                    self.reply(404, "404 page not found")
+                self.route("on_get_", None)
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null")
-                fake.requests.append(("POST", self.path, body))
+                self.route("on_", json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null"))
+
+            def route(self, prefix, body):
+                fake.requests.append((self.command, self.path, body))
+                fake.headers.append(dict(self.headers))
                 if fake.foreign:
                     return self.reply(*fake.foreign)
-                route = getattr(fake, "on_" + self.path.strip("/").replace("/", "_"), None)
+                route = getattr(fake, prefix + self.path.strip("/").replace("/", "_").replace(".", "_"), None)
                 if route is None:
-                    return self.reply(404, "404 page not found")
+                    return self.reply(*fake.not_found)
                 route(self, body)
 
             def reply(self, status, body, content_type="application/json"):
@@ -140,6 +137,17 @@ class FakeOllama:
                 if close_early:
                     self.close_connection = True
                     return
+                self.wfile.write(b"0\r\n\r\n")
+
+            def events(self, datas, raw=b""):
+                """Send Server-Sent Events ("data: ..." and a blank line each), then the raw bytes."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for data in [("data: %s\n\n" % d).encode("utf-8") for d in datas] + ([raw] if raw else []):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -172,6 +180,12 @@ class FakeOllama:
         units = [[x / (math.sqrt(sum(v * v for v in vector)) or 1) for x in vector] for vector in vectors]
         handler.reply(200, {"model": body["model"], "embeddings": units})
 
+    def on_get_api_version(self, handler, body):
+        handler.reply(200, {"version": "0.12.6"})
+
+    def on_get_api_tags(self, handler, body):
+        handler.reply(200, {"models": [{"name": "llama3.2:latest"}, {"name": "nomic-embed-text:latest"}]})
+
     def on_api_embeddings(self, handler, body):
         handler.reply(200, {"embedding": [3.7 * x for x in self.vector(body["prompt"])]})  # not unit length
 
@@ -190,6 +204,39 @@ def answer_lines(text, **final):
     done = dict({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
                  "prompt_eval_count": 100, "eval_count": len(pieces)}, **final)
     return pieces + [done]
+
+
+class FakeLlamaServer(FakeOllama):
+    """An OpenAI-compatible server as llama.cpp's llama-server is one: /v1/models lists its one model
+    with its context window, /v1/chat/completions streams Server-Sent Events, /v1/embeddings; no /api."""
+
+    not_found = (404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+    on_get_api_version = on_get_api_tags = on_api_chat = on_api_embed = on_api_embeddings = None  # no Ollama API
+    served = "models/tiny-q4.gguf"
+    window = 4096
+
+    def on_get_v1_models(self, handler, body):
+        handler.reply(200, {"object": "list", "data": [{"id": self.served, "object": "model",
+                                                        "meta": {"n_ctx": self.window}}]})
+
+    def on_v1_chat_completions(self, handler, body):
+        handler.events(sse_chunks(self.answer, self.served, **self.final))
+
+    def on_v1_embeddings(self, handler, body):
+        vectors = [self.vector(text) for text in body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        handler.reply(200, {"model": body["model"], "object": "list", "data": data[::-1]})  # any order
+
+
+def sse_chunks(text, model="models/tiny-q4.gguf", finish_reason="stop", prompt_tokens=1200):
+    """Return the data of the events of a streamed answer as llama-server sends them: a first delta
+    without content, a piece of the text each, the finish reason, the usage, then [DONE]."""
+    chunk = {"model": model, "object": "chat.completion.chunk"}
+    pieces = [{"role": "assistant", "content": None}] + [{"content": word + " "} for word in text.split(" ")]
+    events = [dict(chunk, choices=[{"index": 0, "delta": delta, "finish_reason": None}]) for delta in pieces]
+    events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
+    events.append(dict(chunk, choices=[], usage={"prompt_tokens": prompt_tokens, "completion_tokens": len(pieces)}))
+    return [json.dumps(event) for event in events] + ["[DONE]"]
 
 
 # Behaviours a test gives a route of the fake instead of its own: functions (handler, body).
@@ -837,7 +884,7 @@ class EmbedTest(TempFolder):
                 mock.patch.object(rag.time, "monotonic", lambda: next(clock)):
             rag.chunk_vectors(rag.split_documents(rag.load_documents([self.docs])),
                               rag.EmbeddingCache(os.path.join(self.cache, "c.json"), "all-minilm"),
-                              rag.Config(server=self.fake.url, timeout=10))
+                              rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
         self.assertEqual(written, [2, 3])
 
     def test_no_cache_writes_nothing(self):
@@ -927,7 +974,7 @@ class EmbedTest(TempFolder):
                 err.isatty = lambda: terminal
                 with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
                     cache = rag.EmbeddingCache(None, "all-minilm")
-                    vectors = rag.chunk_vectors(chunks, cache, rag.Config(server=self.fake.url, timeout=10))
+                    vectors = rag.chunk_vectors(chunks, cache, rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
                 self.assertEqual(len(vectors), 9)
                 if terminal:
                     self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
@@ -1379,7 +1426,7 @@ class AnswerTest(unittest.TestCase):
         code, out, err = self.ask(fake, question="zebra quantum xylophone?")
         self.assertEqual((code, out.strip()), (0, rag.REFUSAL))
         self.assertIn("the model was not asked: no passage shares a word", err)
-        self.assertEqual(fake.requests, [])
+        self.assertEqual([path for method, path, _ in fake.requests if method == "POST"], [])  # only the version is asked
 
     def test_thinking_is_not_printed_as_the_answer(self):
         thought = [{"message": {"role": "assistant", "content": "", "thinking": "Let me see."}, "done": False}]
@@ -1521,7 +1568,7 @@ class AnswerTest(unittest.TestCase):
         self.assertTrue(out.startswith(f'POST {fake.url}/api/chat\nmodel: "llama3.2"\nstream: true\noptions: {{'))
         self.assertIn("--- system ---", out)
         self.assertIn("Question: When do I have to file my expense report?", out)
-        self.assertEqual(fake.requests, [])
+        self.assertEqual([path for method, path, _ in fake.requests if method == "POST"], [])  # only the version is asked
 
     def test_a_server_that_accepts_connections_but_never_answers_seems_stuck(self):
         with socket.socket() as stuck, mock.patch.object(rag, "CONNECT_TIMEOUT", 0.05):
@@ -2154,3 +2201,196 @@ class CommandLineTest(TempFolder):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ----------------------------------------------------------------------------------------- Appendix: OpenAI-compatible servers
+
+class ServerSentEventsTest(unittest.TestCase):
+
+    def test_events_are_read_as_the_standard_says(self):
+        table = [
+            (["data: {\"a\": 1}\n", "\n", "data: [DONE]\n", "\n"], [("", '{"a": 1}')]),
+            (["data: one\r\n", "\r\n", "data: [DONE]\r\n", "\r\n"], [("", "one")]),                 # CRLF
+            ([": ping\n", "\n", "data: x\n", ": ping\n", "\n", "data: [DONE]\n"], [("", "x")]),     # keep-alives
+            (["data: {\"a\":\n", "data: 1}\n", "\n", "data: [DONE]\n"], [("", '{"a":\n1}')]),     # one event, 2 lines
+            (["event: error\n", "data: {}\n", "\n", "data: [DONE]\n"], [("error", "{}")]),
+            (["data:x\n", "\n", "data: [DONE]"], [("", "x")]),   # no space after the colon; [DONE] ends it
+        ]
+        for lines, expected in table:
+            with self.subTest(lines=lines):
+                self.assertEqual(list(rag.server_sent_events(lines)), expected)
+
+    def test_a_stream_without_done_is_cut_short(self):
+        with self.assertRaisesRegex(rag.RagError, "ended before the server said it was done"):
+            list(rag.server_sent_events(["data: {}\n", "\n"]))
+
+    def test_error_replies_of_every_shape_give_their_message(self):
+        table = [('{"error": {"code": 400, "message": "too big", "type": "x"}}', "too big"),
+                 ('{"error": "Unauthorized"}', "Unauthorized"), ('{"detail": "Not Found"}', "Not Found"),
+                 ('{"object": "error", "message": "old vLLM"}', "old vLLM"), ("plain\ntext", "plain text")]
+        for body, expected in table:
+            with self.subTest(body=body):
+                self.assertEqual(rag.error_text(body), expected)
+
+
+class OpenAiServerTest(unittest.TestCase):
+    """Answers, embeddings and failures through an OpenAI-compatible server (a llama-server stand-in)."""
+
+    def setUp(self):
+        self.fake = FakeLlamaServer()
+        self.addCleanup(self.fake.close)
+        self.host = self.fake.url + "/v1"
+
+    def ask(self, *args, host=None, env=None, question="When do I have to file my expense report?"):
+        with mock.patch.dict(os.environ, env or {}):
+            return run_main(["--host", host or self.host, "--no-cache", *args, question])
+
+    def chat_bodies(self):
+        return [body for method, path, body in self.fake.requests if path == "/v1/chat/completions"]
+
+    def test_an_answer_with_citations_streamed_from_the_server(self):
+        code, out, err = self.ask()
+        self.assertEqual((code, err), (0, ""))
+        self.assertTrue(out.startswith("Expense reports are due within 30 days [1]."))
+        self.assertRegex(out, r"Sources:\n  \[1\] handbook\.txt:\d+-\d+  \(Expenses > Deadlines")
+        body = self.chat_bodies()[0]
+        self.assertEqual((body["model"], body["stream"], body["stream_options"], body["max_tokens"], body["temperature"]),
+                         ("models/tiny-q4.gguf", True, {"include_usage": True}, rag.ANSWER_TOKENS, rag.TEMPERATURE))
+        self.assertNotIn("/api/version", [path for _, path, _ in self.fake.requests])  # /v1: no Ollama probe
+
+    def test_a_server_found_out_without_v1_in_the_address(self):
+        code, out, err = self.ask(host=self.fake.url)
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(len(self.chat_bodies()), 1)
+        ollama = FakeOllama()
+        self.addCleanup(ollama.close)
+        self.assertEqual(run_main(["--host", ollama.url, "When do I have to file my expense report?"])[0], 0)
+        self.assertIn("/api/chat", [path for _, path, _ in ollama.requests])
+
+    def test_the_servers_context_window_bounds_the_prompt(self):
+        self.fake.window = 1024
+        code, out, err = self.ask("--explain", "-k", "5")
+        self.assertEqual(code, 0)
+        self.assertIn("within the 1024-token context budget", out)
+        self.assertIn("(openai API, a 1024-token window)", out)
+        self.assertIn("only 1 of 5 passages fit the 1024-token context budget; the server's model has no larger "
+                      "window (llama-server's -c sets it)", err)
+
+    def test_the_api_key_goes_to_the_server_alone_and_is_never_printed(self):
+        key = "sk-secret-123"
+        for args in ([], ["--show-prompt"], ["--json"], ["--explain"]):
+            with self.subTest(args=args):
+                self.fake.headers.clear()
+                code, out, err = self.ask(*args, env={"RAG_API_KEY": key})
+                self.assertEqual(code, 0)
+                self.assertNotIn(key, out + err)
+                self.assertEqual({h.get("Authorization") for h in self.fake.headers}, {"Bearer " + key})
+        self.fake.headers.clear()
+        self.ask()
+        self.assertEqual({h.get("Authorization") for h in self.fake.headers}, {None})  # no key, no header
+
+    def test_an_openai_key_goes_only_to_a_server_named_by_openai_base_url(self):
+        """Many people have a real OpenAI key exported: it must not reach a server named another way."""
+        table = [({"OPENAI_BASE_URL": self.host, "OPENAI_API_KEY": "sk-openai"}, [], "Bearer sk-openai"),
+                 ({"OPENAI_API_BASE": self.host, "OPENAI_API_KEY": "sk-openai", "RAG_API_KEY": "rag"}, [], "Bearer rag"),
+                 ({"OLLAMA_HOST": self.host, "OPENAI_API_KEY": "sk-openai"}, [], None),
+                 ({"OPENAI_API_KEY": "sk-openai"}, ["--host", self.host], None)]
+        for env, args, authorization in table:
+            with self.subTest(env=env, args=args), mock.patch.dict(os.environ, env):
+                for name in {"OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_BASE", "RAG_API_KEY"} - set(env):
+                    os.environ.pop(name, None)
+                self.fake.headers.clear()
+                code, out, err = run_main(["--no-cache", *args, "When do I have to file my expense report?"])
+                self.assertEqual((code, {h.get("Authorization") for h in self.fake.headers}), (0, {authorization}))
+
+    def test_failures_are_one_clear_line_and_exit_1(self):
+        begun = sse_chunks(ANSWER)[:3]
+        context = {"error": {"code": 400, "message": "request (5030 tokens) exceeds the available context size "
+                                                     "(4096 tokens), try increasing it", "type": "exceed_context_size_error"}}
+        table = [
+            (replies(401, {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}),
+             "wants an API key, or another one (Invalid API Key): set RAG_API_KEY"),
+            (replies(404, {"error": {"message": "The model `llama3.2` does not exist.", "type": "NotFoundError"}}),
+             "is not on http://127.0.0.1"),
+            (replies(400, context), "the prompt does not fit the model's context window (request (5030 tokens) exceeds"),
+            (replies(500, {"error": {"code": 500, "message": "Compute error.", "type": "server_error"}}),
+             "failed with HTTP 500: Compute error. Check the server's log"),
+            (replies(500, "Internal Server Error", "text/plain"), "failed with HTTP 500: Internal Server Error."),
+            (replies(200, {"error": "Unexpected endpoint or method."}), "did not stream an answer: Unexpected endpoint"),
+            (lambda h, b: h.events(begun + ['{"error": {"code": 500, "message": "Compute error."}}']),
+             "the server stopped with an error while answering: Compute error."),
+            (lambda h, b: h.events(begun, raw=b"event: error\ndata: {\"message\": \"crashed\"}\n\n"),
+             "stopped with an error while answering: crashed"),
+            (lambda h, b: h.events(begun), "the answer ended before the server said it was done"),
+            (lambda h, b: h.events(["not json{", "[DONE]"]), "not an OpenAI-compatible reply ('not json{')"),
+        ]
+        for chat, message in table:
+            with self.subTest(message=message):
+                self.fake.on_v1_chat_completions = chat
+                code, out, err = self.ask()
+                self.assertEqual((code, err.count("\n")), (1, 1), err)
+                self.assertIn(message, err)
+
+    def test_a_server_loading_its_model_is_waited_for(self):
+        loading = iter([True, True])
+
+        def chat(handler, body):
+            if next(loading, False):
+                return handler.reply(503, {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+            handler.events(sse_chunks(ANSWER))
+        self.fake.on_v1_chat_completions = chat
+        with mock.patch.object(rag, "BUSY_SECONDS", 0.01):
+            code, out, err = self.ask()
+        self.assertEqual(code, 0)
+        self.assertEqual(err, f"rag.py: warning: {self.fake.url} is busy or still loading the model (HTTP 503); "
+                              "waiting up to 300 s\n")
+        with mock.patch.object(rag, "BUSY_SECONDS", 0.01):  # still loading after --timeout: one line
+            self.fake.on_v1_chat_completions = replies(503, {"error": {"message": "Loading model"}})
+            code, out, err = self.ask("--timeout", "0.05")
+        self.assertEqual((code, err.splitlines()[-1]), (1, f"rag.py: {self.fake.url} failed with HTTP 503: "
+                                                         "Loading model. Check the server's log; try again."))
+
+    def test_a_prompt_read_as_far_fewer_tokens_than_sent_and_another_model_are_warned(self):
+        self.fake.on_v1_chat_completions = lambda h, b: h.events(sse_chunks(ANSWER, "other.gguf", "length", 20))
+        code, out, err = self.ask("--model", "mine")
+        self.assertEqual(code, 0)
+        self.assertRegex(err, r"the server read the prompt as 20 tokens, far fewer than the ~\d+ sent")
+        self.assertIn("the answer reached the 512-token limit", err)
+        self.assertIn("the server answered with its model 'other.gguf', not 'mine'", err)
+
+    def test_hybrid_embeds_through_v1_and_a_warm_run_sends_only_the_question(self):
+        cache = tempfile.mkdtemp(prefix="rag-test-")
+        self.addCleanup(lambda: __import__("shutil").rmtree(cache, ignore_errors=True))
+        for question, expected in [("per diem in Japan", None), ("annual leave days", ["annual leave days"])]:
+            code, out, err = run_main(["--host", self.host, "--mode", "hybrid", "--cache", cache, "--search", "--json",
+                                       question])
+            self.assertEqual((code, err), (0, ""))
+            inputs = [body["input"] for _, path, body in self.fake.requests if path == "/v1/embeddings"]
+            self.fake.requests.clear()
+            if expected:
+                self.assertEqual(inputs, [expected])
+            else:
+                self.assertEqual(sum(map(len, inputs)), len(rag.build_index([rag.DEFAULT_DOCS]).chunks) + 1)
+        self.assertEqual(os.listdir(cache), [rag.os.path.basename(rag.cache_path(cache, "models/tiny-q4.gguf",
+                                                                                  (rag.DEFAULT_DOCS,), "openai"))])
+
+    def test_a_server_without_embeddings_and_a_text_too_long_for_them(self):
+        self.fake.on_v1_embeddings = replies(501, {"error": {"code": 501, "message": "This server does not support "
+                                                             "embeddings. Start it with `--embeddings`"}})
+        code, out, err = run_main(["--host", self.host, "--mode", "embedding", "--no-cache", "--search", "per diem"])
+        self.assertEqual(code, 1)
+        self.assertIn("makes no embeddings (This server does not support embeddings.", err)
+        fake = FakeLlamaServer()
+        self.addCleanup(fake.close)
+        real = fake.on_v1_embeddings
+
+        def at_most_400_characters(handler, body):  # as llama-server refuses an input over its batch size
+            if any(len(text) > 400 for text in body["input"]):
+                return handler.reply(500, {"error": {"code": 500, "message": "input (700 tokens) is too large to "
+                                                     "process. increase the physical batch size"}})
+            real(handler, body)
+        fake.on_v1_embeddings = at_most_400_characters
+        code, out, err = run_main(["--host", fake.url + "/v1", "--mode", "embedding", "--no-cache", "--search", "per diem"])
+        self.assertEqual(code, 0)
+        self.assertRegex(err, r"^(rag.py: warning: handbook.txt:\d+-\d+ is too long for models/tiny-q4.gguf; "
+                              r"embedding its first \d{3} characters only\n)+$")
