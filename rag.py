@@ -2304,26 +2304,34 @@ def openai_connect(config, sure):
         if not (sure or config.server.endswith("/v1")):
             return None
         models, ids = [], []
-    chat_model, embed_model = config.model or (ids[:1] or ["default"])[0], config.embed_model or EMBED_MODEL
+    embedders = [name for name in ids if "embed" in str(name).lower()]  # nomic-embed-text, text-embedding-3
+    chat_model = config.model or ([name for name in ids if name not in embedders] + ids + ["default"])[0]
+    embed_model = config.embed_model or (embedders + [EMBED_MODEL])[0]
     if len(ids) == 1 and embed_model not in ids:  # llama-server serves one model whatever is asked:
         embed_model = ids[0]                      # its vectors are that model's, and cached as such
-    window = served_window(base, models, config.key)
+    window = served_window(base, models, chat_model, config.key)
     return replace(config, api="openai", server=base, model=chat_model, embed_model=embed_model, window=window,
                    context=min(config.context, window) if window else config.context)
 
 
-def served_window(base, models, key):
-    """Return the context window the server gives a request, in tokens, or 0 when it does not say:
-    llama-server's /v1/models meta.n_ctx (or /props, in older builds), vLLM's max_model_len."""
-    for model in models[:1]:
-        window = (model.get("meta") or {}).get("n_ctx") or model.get("max_model_len")
+def served_window(base, models, model, key):
+    """Return the context window the server gives the model, in tokens, or 0 when it does not say:
+    llama-server's meta.n_ctx in /v1/models (or /props, in older builds), vLLM's max_model_len, or the
+    loaded context_length in LM Studio's /api/v1/models."""
+    for entry in models[:1]:
+        window = (entry.get("meta") or {}).get("n_ctx") or entry.get("max_model_len")
         if isinstance(window, int):
             return window
     try:
-        window = ask_json(origin(base) + "/props", None, CONNECT_TIMEOUT, "openai", key)["default_generation_settings"]["n_ctx"]
-    except (RagError, KeyError, TypeError):
+        return int(ask_json(origin(base) + "/props", None, CONNECT_TIMEOUT, "openai", key)["default_generation_settings"]["n_ctx"])
+    except (RagError, KeyError, TypeError, ValueError):
+        pass
+    try:
+        loaded = ask_json(origin(base) + "/api/v1/models", None, CONNECT_TIMEOUT, "openai", key)["models"]
+        return next(int(instance["config"]["context_length"]) for entry in loaded
+                    for instance in entry.get("loaded_instances") or [] if instance.get("id") == model)
+    except (RagError, KeyError, TypeError, ValueError, StopIteration):
         return 0
-    return window if isinstance(window, int) else 0
 
 
 def openai_error(error, payload):
