@@ -136,6 +136,7 @@ class Paragraph:
     first_line: int   # 1-based
     last_line: int
     text: str
+    page: int = 0     # in a document of pages (a PDF, a deck of slides), the one it is on; else 0
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ class Chunk:
     first_line: int
     last_line: int
     text: str
+    pages: tuple = ()  # (first, last) page, in a document of pages; () in one of lines
 
 
 @dataclass(frozen=True)
@@ -455,15 +457,58 @@ def read_plain(data, path):
     return text_paragraphs(decode(data, path))
 
 
+# YAML front matter: a Markdown file that starts with "---", then "key: value" lines, then "---" (or "...").
+FRONT_MATTER = re.compile(r"---[ \t]*\n(?=[\w-]+:)(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|$)", re.DOTALL)
+TITLE = re.compile(r"^title:[ \t]*[\"']?(.*?)[\"']?[ \t]*$", re.MULTILINE)
+
+
+def read_markdown(data, path):
+    """Return the paragraphs of a Markdown file. Its front matter (what Jekyll, Hugo or Obsidian keep
+    at the top) is no body text; its title: is the document's heading.
+
+    Example: "---\ntitle: Travel\ntags: [hr]\n---\nBook early." -> [(2, 2, "# Travel"), (5, 5, "Book early.")]
+    """
+    text = one_line_end(decode(data, path))
+    front = FRONT_MATTER.match(text)
+    if not front:
+        return text_paragraphs(text)
+    title = TITLE.search(front.group(1))
+    # The front matter's lines become blank lines, so the body's lines keep their numbers.
+    paragraphs = text_paragraphs("\n" * front.group(0).count("\n") + text[front.end():])
+    if title and title.group(1):
+        line = text.count("\n", 0, front.start(1) + title.start()) + 1
+        paragraphs.insert(0, Paragraph(line, line, "# " + title.group(1)))
+    return paragraphs
+
+
 def read_html(data, path):
     """Return the paragraphs of an HTML page's visible text."""
     return html_paragraphs(decode(data, path), path)
 
 
+def page_paragraphs(pages):
+    """Return the paragraphs of a document read as pages of text (a PDF's pages, a deck's slides), each
+    with its page number; lines are counted as --show-text prints them (see document_text).
+
+    Example: ["a\n\nb", "c"] -> [Paragraph(1, 1, "a", 1), Paragraph(3, 3, "b", 1), Paragraph(4, 4, "c", 2)]
+    """
+    paragraphs, line = [], 1
+    for number, page in enumerate(pages, 1):
+        for paragraph in text_paragraphs(page):
+            last = line + paragraph.text.count("\n")
+            paragraphs.append(Paragraph(line, last, paragraph.text, number))
+            line = last + 2  # a blank line between paragraphs
+        if paragraphs and paragraphs[-1].page == number:
+            line -= 1        # the next page begins on the line after the last one, behind a form feed
+    return paragraphs
+
+
 # The readers, by file suffix: each takes a file's bytes and its path and returns its paragraphs, or
-# raises RagError to have the file skipped. The appendices add more formats here.
-READERS = {".txt": read_plain, ".md": read_plain, ".markdown": read_plain, ".rst": read_plain,
+# raises RagError to have the file skipped. The appendices add more formats here, and name their pages
+# in PAGE_NAMES (a PDF's are "p.", the default).
+READERS = {".txt": read_plain, ".md": read_markdown, ".markdown": read_markdown, ".rst": read_plain,
            ".html": read_html, ".htm": read_html}
+PAGE_NAMES = {}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -542,8 +587,21 @@ def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
 
 
 def make_chunk(source, heading, pieces):
-    """Return the chunk of the pieces, joined by blank lines, from the first piece's line to the last's."""
-    return Chunk(source, heading, pieces[0].first_line, pieces[-1].last_line, "\n\n".join(p.text for p in pieces))
+    """Return the chunk of the pieces, joined by blank lines, from the first piece's line (and page) to the last's."""
+    pages = (pieces[0].page, pieces[-1].page) if pieces[0].page else ()
+    return Chunk(source, heading, pieces[0].first_line, pieces[-1].last_line, "\n\n".join(p.text for p in pieces),
+                 pages)
+
+
+def place(chunk):
+    """Return where in its document a chunk is: its lines, or in a document of pages its pages.
+
+    Example: "lines 40-49"; "p. 12"; "p. 12-13"; "slide 7" (PAGE_NAMES says what a page is called)
+    """
+    if not chunk.pages:
+        return f"lines {chunk.first_line}-{chunk.last_line}"
+    first, last = chunk.pages
+    return PAGE_NAMES.get(os.path.splitext(chunk.source)[1].lower(), "p.") + f" {first}" + (f"-{last}" if last != first else "")
 
 
 def tail(pieces, size):
@@ -564,7 +622,7 @@ def tail(pieces, size):
     for number, piece in enumerate(pieces):
         if start < len(piece.text):  # the end starts in this piece: cut it, keep the later ones whole
             first_line = piece.first_line + piece.text.count("\n", 0, start)
-            return [Paragraph(first_line, piece.last_line, piece.text[start:])] + pieces[number + 1:]
+            return [Paragraph(first_line, piece.last_line, piece.text[start:], piece.page)] + pieces[number + 1:]
         start -= len(piece.text) + 2
     return []
 
@@ -579,7 +637,7 @@ def cut_paragraph(paragraph, size):
         piece = text[start:end]
         if piece.strip():
             first = line + piece.count("\n", 0, len(piece) - len(piece.lstrip()))
-            pieces.append(Paragraph(first, first + piece.strip().count("\n"), piece.strip()))
+            pieces.append(Paragraph(first, first + piece.strip().count("\n"), piece.strip(), paragraph.page))
         line += piece.count("\n")  # counted piece by piece: a 20 MB paragraph is not recounted each time
         start = end
     return pieces
@@ -1582,7 +1640,7 @@ def passage_block(number, chunk):
 
     Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines and late submissions\n...</source>
     """
-    label = f"file: {chunk.source}, lines {chunk.first_line}-{chunk.last_line}"
+    label = f"file: {chunk.source}, {place(chunk)}"
     if chunk.heading:
         label += f", section: {chunk.heading}"
     label = " ".join(neutralize(label).split())
@@ -1741,8 +1799,10 @@ def ask(index, question, config, embeddings=None, on_text=None):
 # ---------------------------------------------------------------------------------------------------
 
 def chunk_label(chunk):
-    """Return where a chunk is, as every listing of hits shows it: "source:first-last  (heading)"."""
-    return f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" + (f"  ({chunk.heading})" if chunk.heading else "")
+    """Return where a chunk is, as every listing of hits shows it: "source:first-last  (heading)", or
+    for a document of pages "source p. 12  (heading)"."""
+    where = f"{chunk.source} {place(chunk)}" if chunk.pages else f"{chunk.source}:{chunk.first_line}-{chunk.last_line}"
+    return where + (f"  ({chunk.heading})" if chunk.heading else "")
 
 
 def print_hits(question, hits, as_json):
@@ -1766,6 +1826,26 @@ def excerpt(text, question, size=EXCERPT_CHARS):
     best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
     shown = " ".join(sentences[best:])
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
+
+
+def print_documents(documents):
+    """Print what was read of each document, after a line "==> source <==" (as head does)."""
+    for document in documents:
+        print(f"==> {document.source} <==\n{document_text(document)}", flush=True)
+
+
+def document_text(document):
+    """Return a document's text as read: its paragraphs apart by a blank line, headings as "# " lines,
+    and in a document of pages each page ended by a form feed, as pdftotext does."""
+    parts, page = [], None
+    for paragraph in document.paragraphs:
+        if page is None:  # pages before the first with text: a form feed each
+            parts.append("\f" * max(paragraph.page - 1, 0))
+        else:
+            parts.append("\n\n" if paragraph.page == page else "\n" + "\f" * (paragraph.page - page))
+        parts.append(paragraph.text)
+        page = paragraph.page
+    return "".join(parts) + ("\n\f" if page else "")
 
 
 def print_text(piece):
@@ -1831,8 +1911,9 @@ def json_line(question, hits, **extra):
 @lru_cache(maxsize=None)
 def chunk_json(chunk):
     """Return a chunk's fields of a hit as JSON members: a chunk found again is not encoded again."""
+    pages = {"pages": list(chunk.pages)} if chunk.pages else {}
     return json.dumps({"source": chunk.source, "heading": chunk.heading,
-                       "lines": [chunk.first_line, chunk.last_line], "text": chunk.text})[1:-1]
+                       "lines": [chunk.first_line, chunk.last_line], **pages, "text": chunk.text})[1:-1]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2059,6 +2140,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         config = config_from(args)
+        if args.show_text:
+            return print_documents(load_documents(config.docs)) or 0
         cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
         config = connect(config) if config.server else config
         index = build_index(config.docs)
@@ -2093,6 +2176,8 @@ def config_from(args):
                        "--search, --show-prompt and --explain", 2)
     if args.explain and args.json:
         raise RagError("--explain prints text for people; drop --json", 2)
+    if args.show_text and (args.question or args.eval):
+        raise RagError("--show-text prints what was read of the documents; drop the question and --eval", 2)
     server, api, key = "", args.api, ""
     if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
         server, api, key = server_from(args.host, args.api)
@@ -2164,6 +2249,8 @@ def build_parser():
                         help="measure retrieval on a file of lines question<TAB>expected source")
     parser.add_argument("--answer", action="store_true",
                         help="with --eval: also ask the model and check its answers")
+    parser.add_argument("--show-text", action="store_true",
+                        help="print the text read from each document (pages apart by a form feed), and stop")
     parser.add_argument("--show-prompt", action="store_true",
                         help="print exactly the chat request that would be sent, and do not send it")
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")

@@ -370,6 +370,16 @@ class LoadTest(TempFolder):
         self.assertEqual([d.source for d in documents], ["a.txt"])
         self.assertIn("b.txt: Permission denied", warned)
 
+    def test_markdown_front_matter_is_no_text_and_its_title_heads_the_document(self):
+        table = [("---\ntitle: Travel\ntags: [hr]\n---\nBook early.", [(2, "# Travel"), (5, "Book early.")]),
+                 ("---\r\ntitle: \"Per diem\"\r\n...\r\n## Japan\r\n", [(2, "# Per diem"), (4, "## Japan")]),
+                 ("---\ndate: 2024\n---\n\nbody", [(5, "body")]),
+                 ("---\nA rule, not front matter\n---\ntext", [(1, "---"), (2, "A rule, not front matter\n---"),
+                                                                (4, "text")])]
+        for text, expected in table:
+            with self.subTest(text=text):
+                self.assertEqual([(p.first_line, p.text) for p in rag.read_markdown(text.encode(), "a.md")], expected)
+
     def test_html_keeps_text_and_headings_drops_script_and_style(self):
         self.write("page.html", "<html><head><title>T</title><style>p {color: red}</style>\n"
                                 "<script>var secret = 1;</script></head><body>\n"
@@ -450,6 +460,35 @@ Setext Sub
 
 Last text.
 """
+
+
+class PagesTest(unittest.TestCase):
+    """Documents of pages (a PDF's pages, a deck's slides): paragraphs know their page, and their lines
+    are the lines of what --show-text prints."""
+
+    def test_each_paragraph_starts_on_its_line_of_the_printed_text(self):
+        rng = random.Random(3)
+        for _ in range(200):
+            pages = ["\n\n".join(" ".join(rng.choice(["a", "b\nc", "# H"]) for _ in range(rng.randint(1, 3)))
+                                 for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(1, 4))]
+            document = rag.Document("x.pdf", rag.page_paragraphs(pages))
+            lines = rag.document_text(document).split("\n")
+            with self.subTest(pages=pages):
+                for paragraph in document.paragraphs:
+                    self.assertEqual(lines[paragraph.first_line - 1].lstrip("\f"), paragraph.text.split("\n")[0])
+                self.assertEqual(rag.document_text(document).count("\f"),
+                                 max([n for n, page in enumerate(pages, 1) if page.strip()], default=0))
+
+    def test_a_chunk_knows_its_pages_and_shows_them(self):
+        document = rag.Document("policy.pdf", rag.page_paragraphs(["3.2 Per diem", "EUR 70 a day.", "Receipts."]))
+        chunk = rag.split_document(document)[0]
+        self.assertEqual((chunk.heading, chunk.pages), ("Per diem", (1, 3)))
+        self.assertEqual(rag.chunk_label(chunk), "policy.pdf p. 1-3  (Per diem)")
+        self.assertEqual(json.loads("{%s}" % rag.chunk_json(chunk))["pages"], [1, 3])
+        self.assertIn("file: policy.pdf, p. 1-3, section: Per diem\n", rag.build_messages("q", [rag.Hit(1, 1.0, chunk)])[1]["content"])
+        with mock.patch.dict(rag.PAGE_NAMES, {".pptx": "slide"}):
+            self.assertEqual(rag.place(rag.Chunk("deck.pptx", "", 1, 2, "x", (7, 7))), "slide 7")
+        self.assertNotIn("pages", json.loads("{%s}" % rag.chunk_json(rag.Chunk("a.txt", "", 1, 2, "x"))))
 
 
 class SplitTest(unittest.TestCase):
@@ -2056,6 +2095,15 @@ class ReadmeTest(TempFolder):
 # ----------------------------------------------------------------------------------------- Command line
 
 class CommandLineTest(TempFolder):
+
+    def test_show_text_prints_what_was_read_of_each_document(self):
+        self.write("a/notes.md", "---\ntitle: Notes\n---\nSome text.\n\n\n\nMore.\n")
+        self.write("a/page.html", "<title>T</title><h1>Head</h1><p>Body <script>x()</script>text</p>")
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "a"), "--show-text"])
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(out, "==> notes.md <==\n# Notes\n\nSome text.\n\nMore.\n"
+                              "==> page.html <==\nT\n\n# Head\n\nBody text\n")
+        self.assertEqual(run_main(["--show-text", "a question"])[0], 2)
 
     def test_json_contract(self):
         self.write("guide/travel.md", "# Travel\n\n## Per diem\n\nThe per diem in Japan is EUR 70.\n")
