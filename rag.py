@@ -24,6 +24,7 @@ import json
 import math
 import operator
 import os
+import posixpath
 import re
 import stat
 import sys
@@ -37,7 +38,8 @@ from functools import lru_cache
 from html.parser import HTMLParser
 
 # base64, hashlib, http.client, socket, tempfile and urllib are imported in the functions that use them:
-# only answers and embeddings need them, and loading them up front would add ~33 ms to every run.
+# only answers and embeddings need them, and loading them up front would add ~33 ms to every run. So are
+# zipfile, xml.etree and datetime: only office files need them (~10 ms more).
 
 # ---------------------------------------------------------------------------------------------------
 # Settings: every tunable number, with its unit and where it comes from. The command line reads these.
@@ -2535,6 +2537,582 @@ APIS["openai"] = {"name": "the model server", "json": "an OpenAI-compatible repl
                   "start": "Start it (llama-server, LM Studio, vLLM, ...), or point --host at its /v1 address.",
                   "connect": openai_connect, "embed": openai_embed, "chat_request": openai_chat_request,
                   "chat": openai_chat, "error": openai_error}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: reading office documents and e-books - Word (.docx), PowerPoint (.pptx), Excel (.xlsx),
+# OpenDocument (.odt, .odp, .ods) and EPUB. All are zip archives of XML, read with zipfile and
+# xml.etree. Registers their readers in READERS, and names slides and sheets in PAGE_NAMES.
+#
+# Part 1: the archive and its XML, read defensively. A zip bomb is a small file that unpacks to
+# gigabytes: these limits stop it before it is unpacked, and again while it is (a zip's directory can
+# lie about sizes). An XML part with a DTD is refused: its entities could expand without end.
+# ---------------------------------------------------------------------------------------------------
+
+ZIP_MAX_TOTAL_BYTES = 512 * 2**20  # all members together, unpacked, as the directory lists them; also
+                                   # the most read from one file (a 50 MiB EPUB of photos unpacks ~1:1)
+ZIP_MAX_PART_BYTES = 64 * 2**20    # one XML part unpacked; its tree takes ~10 times that (sheets stream)
+ZIP_MAX_RATIO = 500                # unpacked / packed size of a part over 1 MiB: deflate packs at most 1032
+                                   # times (a bomb's ratio); office XML 5-20, 260 for 100,000 identical rows
+SHEET_MAX_COLUMNS = 16384          # columns of a sheet (Excel's and LibreOffice's limit, A to XFD)
+SHEET_MAX_REPEAT = 1000            # ODS: a repeated row or cell with text is written out at most this often
+SHEET_MAX_CELLS = 2000000          # non-empty cells in one workbook; more is a bomb or too big to search
+ODF_MAX_SPACES = 8                 # ODF <text:s text:c="n"/>: n spaces, at most this many (they only align)
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"       # DOCX
+A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"              # shapes' text (PPTX)
+P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"         # PPTX
+S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"          # XLSX
+R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"              # ODT, ODS, ODP
+TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
+PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
+CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"            # EPUB
+OPF = "{http://www.idpf.org/2007/opf}"
+XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
+
+
+def zip_reader(data, path):
+    """Return part(name): the parsed XML of one member of the zip archive in data (None for a missing
+    part that is not required); part(name, raw=True) gives its bytes. Sizes are checked first."""
+    import io  # here, not at the top: only office files need them (see the note after the imports)
+    import zipfile
+    import zlib
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        listed = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise RagError(f"not a zip archive, or a truncated one ({e})") from None
+    if listed > ZIP_MAX_TOTAL_BYTES:
+        raise RagError(f"would unpack to {listed // 2**20:,} MiB, more than "
+                       f"{ZIP_MAX_TOTAL_BYTES // 2**20} MiB (a zip bomb?)")
+    left = [ZIP_MAX_TOTAL_BYTES]  # what the parts read so far leave of the total
+
+    def part(name, required=True, raw=False):
+        try:
+            member = archive.getinfo(name)
+        except KeyError:
+            if required:
+                raise RagError(f"no {name} inside (not this kind of file, or a damaged one)") from None
+            return None
+        if member.flag_bits & 1:
+            raise RagError("encrypted (password-protected); save a copy without the password")
+        packed_limit = max(ZIP_MAX_RATIO * member.compress_size, 2**20)  # a part under 1 MiB may pack any amount
+        if member.file_size > min(ZIP_MAX_PART_BYTES, packed_limit):
+            raise RagError(f"{name} would unpack to {member.file_size:,} bytes from "
+                           f"{member.compress_size:,} (a zip bomb?)")
+        limit = min(ZIP_MAX_PART_BYTES, left[0])
+        try:
+            with archive.open(member) as stream:
+                content = stream.read(limit + 1)  # capped: the directory's sizes may be lies
+        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError,
+                OSError) as e:  # damaged data, encryption, a compression method zipfile lacks
+            raise RagError(f"cannot unpack {name} ({e})") from None
+        if len(content) > limit:
+            raise RagError(f"{name} unpacks to more than {limit:,} bytes (a zip bomb?)")
+        left[0] -= len(content)
+        return content if raw else parse_xml(content, name)
+
+    return part
+
+
+def parse_xml(data, where):
+    """Return the root element of an XML part (see checked_xml)."""
+    import xml.etree.ElementTree as ET  # here, not at the top: see the note after the imports
+    try:
+        return ET.fromstring(checked_xml(data, where))
+    except ET.ParseError as e:
+        raise RagError(f"{where} is not well-formed XML ({e})") from None
+
+
+def stream_xml(data, where, tag):
+    """Yield the elements called tag of an XML part as the parser reaches their ends, each emptied
+    after use: a sheet of a million cells is never in memory as one tree (that would be ~1 GB)."""
+    import xml.etree.ElementTree as ET  # here, not at the top: see the note after the imports
+    text, parser = checked_xml(data, where), ET.XMLPullParser(("end",))
+    try:
+        for start in range(0, len(text), 2**20):  # fed in pieces of a million characters
+            parser.feed(text[start:start + 2**20])
+            for _, element in parser.read_events():
+                if element.tag == tag:
+                    yield element
+                    element.clear()
+        parser.close()
+    except ET.ParseError as e:
+        raise RagError(f"{where} is not well-formed XML ({e})") from None
+
+
+def checked_xml(data, where):
+    """Return XML bytes as text for the parser, refusing a DTD: office files never have one, and its
+    entities could expand without end ("billion laughs") or name files outside the archive."""
+    text = xml_text(data)
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:  # checked on the text expat will parse: no encoding tricks
+        raise RagError(f"{where} declares a DTD, which office files never do (refused: entity expansion)")
+    return text
+
+
+def xml_text(data):
+    """Return the text of XML bytes: UTF-16 when they start with its byte order mark, else UTF-8."""
+    return data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig", "replace")
+
+
+def relationships(part, name):
+    """Return {id: (type, part name)} for the parts an OOXML part points to ("" is the package).
+
+    Example: ppt/_rels/presentation.xml.rels has Id="rId2" Target="slides/slide1.xml" of type .../slide
+             -> {"rId2": ("slide", "ppt/slides/slide1.xml")}
+    """
+    from urllib.parse import unquote  # here, not at the top: see the note after the imports
+    folder, base = posixpath.split(name)
+    root = part(posixpath.join(folder, "_rels", base + ".rels"), required=False)
+    found = {}
+    for rel in root.iter(RELS + "Relationship") if root is not None else ():
+        target = unquote(rel.get("Target", ""))
+        if rel.get("TargetMode") != "External" and target:
+            full = target[1:] if target.startswith("/") else posixpath.normpath(posixpath.join(folder, target))
+            found[rel.get("Id")] = (rel.get("Type", "").rsplit("/", 1)[-1], full)
+    return found
+
+
+def count_attribute(element, attribute, most):
+    """Return a count attribute as a number from 1 to most; missing or odd values count 1."""
+    value = element.get(attribute, "")
+    return max(1, min(int(value[:10]), most)) if value.isdecimal() else 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: office documents, part 2 - XML to paragraphs. Word, PowerPoint and OpenDocument all write
+# paragraphs that hold runs of text, tabs and breaks, and tables of rows of cells; one walk reads them.
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Markup:
+    """Which elements of one XML vocabulary are paragraphs, text and table cells."""
+    paragraph: frozenset
+    text: frozenset   # elements whose own text is document text; empty: all text in a paragraph is (ODF)
+    chars: dict       # element -> the text it stands for, or a function of the element that returns it
+    row: frozenset
+    cell: frozenset
+    skip: frozenset   # elements whose content is not the document's text
+
+
+def docx_symbol(element):
+    """Return the character of a <w:sym w:char="2192"/> (hex code point), or "" when it is no code."""
+    try:
+        return chr(int(element.get(W + "char", ""), 16))
+    except (ValueError, OverflowError):
+        return ""
+
+
+DOCX_MARKUP = Markup(
+    paragraph=frozenset({W + "p"}), text=frozenset({W + "t"}),
+    chars={W + "tab": "\t", W + "ptab": "\t", W + "br": "\n", W + "cr": "\n", W + "noBreakHyphen": "-",
+           W + "sym": docx_symbol},
+    row=frozenset({W + "tr"}), cell=frozenset({W + "tc"}),
+    # paragraph and run properties (tab stops are <w:tab> too), deleted and moved-away text, ruby
+    # readings over Japanese words, and a drawing's fallback copy for old readers (the same text again)
+    skip=frozenset({W + "pPr", W + "rPr", W + "del", W + "moveFrom", W + "rt", MC + "Fallback"}))
+PPTX_MARKUP = Markup(
+    paragraph=frozenset({A + "p"}), text=frozenset({A + "t"}), chars={A + "br": "\n"},
+    row=frozenset({A + "tr"}), cell=frozenset({A + "tc"}), skip=frozenset({MC + "Fallback"}))
+ODF_MARKUP = Markup(
+    paragraph=frozenset({TEXT + "p", TEXT + "h"}), text=frozenset(),
+    chars={TEXT + "s": lambda e: " " * count_attribute(e, TEXT + "c", ODF_MAX_SPACES), TEXT + "tab": "\t",
+           TEXT + "line-break": "\n"},
+    row=frozenset({TABLE + "table-row"}), cell=frozenset({TABLE + "table-cell", TABLE + "covered-table-cell"}),
+    skip=frozenset({TEXT + "tracked-changes", OFFICE + "annotation", TEXT + "ruby-text", OFFICE + "binary-data"}))
+SPACES = re.compile(r"[ \t\r\n]+")  # ODF: a run of white space in the XML is one space (text:s writes more)
+
+
+def flatten(roots, markup, heading_level=None, notes=None):
+    """Return the text under the elements roots as paragraphs: one per paragraph element, its breaks as
+    "\\n"; a table row as its cells joined by " | "; a heading as "## Title" (heading_level(element)
+    gives 2); notes[tag](element) gives the paragraphs of a note, placed after the paragraph citing it.
+
+    Example: <w:p><w:r><w:t>a</w:t><w:tab/><w:t>b</w:t></w:r></w:p> -> ["a\\tb"]
+    """
+    mixed, notes = not markup.text, notes or {}
+    blocks, cited = [], []
+    sinks = [blocks]  # where a finished paragraph goes: the blocks, or the table cell it is in
+    runs = []         # the text of each paragraph being read (a text box can sit inside a paragraph)
+    rows = []         # the cells of each table row being read
+    stack = [(root, True) for root in reversed(roots)]  # a loop, not recursion: nesting can be deep
+    while stack:
+        node, entering = stack.pop()
+        tag = node.tag
+        if entering:
+            if tag in notes:
+                cited += notes[tag](node)
+            if tag in markup.skip or tag in notes:
+                stack.append((node, None))  # None: leave it unread, but its tail is still text
+                continue
+            if tag in markup.paragraph:
+                runs.append([])
+            elif tag in markup.row:
+                rows.append([])
+            elif tag in markup.cell:
+                sinks.append([])
+            elif tag in markup.chars and runs:
+                char = markup.chars[tag]
+                runs[-1].append(char if isinstance(char, str) else char(node))
+            if runs and node.text and (mixed or tag in markup.text):
+                runs[-1].append(SPACES.sub(" ", node.text) if mixed else node.text)
+            stack.append((node, False))
+            stack.extend((child, True) for child in reversed(node))
+            continue
+        if entering is False and tag in markup.paragraph:
+            text = "\n".join(line.strip() for line in "".join(runs.pop()).strip().split("\n"))
+            level = heading_level(node) if heading_level and len(sinks) == 1 else 0
+            if text and level:
+                text = "#" * min(level, 6) + " " + " ".join(text.split())  # Markdown has six levels
+            if text:
+                sinks[-1].append(text)
+            if not runs:
+                sinks[-1].extend(cited)
+                cited = []
+        elif entering is False and tag in markup.row:
+            line = " | ".join(cell for cell in rows.pop() if cell)
+            if line:
+                sinks[-1].append(line)
+        elif entering is False and tag in markup.cell:
+            text = " ".join(" ".join(sinks.pop()).split())
+            (rows[-1] if rows else sinks[-1]).append(text)
+        if mixed and runs and node.tail:
+            runs[-1].append(SPACES.sub(" ", node.tail))
+    return blocks + cited
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: office documents, part 3 - the formats, each a reader of pages of text (a slide, a sheet,
+# a chapter; a Word or OpenDocument text is one page).
+# ---------------------------------------------------------------------------------------------------
+
+def read_docx(data, path):
+    """Return a Word document as one page: headers and footers, then the body with its headings as
+    Markdown and each footnote or endnote after the paragraph that cites it."""
+    part = zip_reader(data, path)
+    main = next((name for kind, name in relationships(part, "").values() if kind == "officeDocument"),
+                "word/document.xml")
+    body = part(main).find(W + "body")
+    linked = relationships(part, main).values()
+    levels = {}
+    for kind, name in linked:
+        if kind == "styles":
+            levels = docx_style_levels(part(name, required=False))
+    notes, furniture = {}, []
+    for kind, name in linked:
+        root = part(name, required=False) if kind in ("footnotes", "endnotes", "header", "footer") else None
+        if root is not None and kind in ("header", "footer"):
+            furniture += flatten([root], DOCX_MARKUP)
+        elif root is not None:  # separators are notes too: type "separator" or "continuationSeparator"
+            notes.update(((kind, note.get(W + "id")), flatten([note], DOCX_MARKUP)) for note in root
+                         if note.get(W + "type", "normal") == "normal")
+    cite = {W + "footnoteReference": lambda e: notes.get(("footnotes", e.get(W + "id")), []),
+            W + "endnoteReference": lambda e: notes.get(("endnotes", e.get(W + "id")), [])}
+    paragraphs = flatten([body] if body is not None else [], DOCX_MARKUP, lambda p: docx_level(p, levels), cite)
+    return ["\n\n".join(list(dict.fromkeys(furniture)) + paragraphs)]  # first-page, even, odd headers: once
+
+
+def docx_level(paragraph, levels):
+    """Return a paragraph's heading level: its own outline level, else its style's; 0 for body text."""
+    properties = paragraph.find(W + "pPr")
+    if properties is None:
+        return 0
+    outline = properties.find(W + "outlineLvl")
+    if outline is not None:
+        return outline_level(outline)
+    style = properties.find(W + "pStyle")
+    return levels.get(style.get(W + "val"), 0) if style is not None else 0
+
+
+def outline_level(element):
+    """Return the heading level of <w:outlineLvl w:val="0"/> (1); 9 and odd values mean body text (0)."""
+    value = element.get(W + "val", "")
+    return int(value) + 1 if value in tuple("012345678") else 0
+
+
+def docx_style_levels(styles):
+    """Return {style id: heading level} for the paragraph styles that are headings.
+
+    Style ids follow the language Word ran in ("Heading1", "berschrift1", "1"), but the names of
+    built-in styles are always English ("heading 1", "Title"); a style can inherit its level (basedOn).
+    """
+    found = {}
+    for style in styles.iter(W + "style") if styles is not None else ():
+        name = style.find(W + "name")
+        outline = style.find(W + "pPr/" + W + "outlineLvl")
+        based = style.find(W + "basedOn")
+        found[style.get(W + "styleId")] = ("" if name is None else name.get(W + "val", "").lower(),
+                                           outline, None if based is None else based.get(W + "val"))
+
+    def level(style_id, depth):
+        if style_id not in found or depth > 20:  # 20: a basedOn loop ends too
+            return 0
+        name, outline, based = found[style_id]
+        heading = re.fullmatch(r"heading ([1-9])", name)
+        if heading or name == "title":
+            return int(heading.group(1)) if heading else 1
+        return outline_level(outline) if outline is not None else level(based, depth + 1)
+
+    return {style_id: level(style_id, 0) for style_id in found}
+
+
+def read_pptx(data, path):
+    """Return a PowerPoint file's slides in presentation order, each with its title as "# Title" and
+    its speaker notes after the slide's own text."""
+    part = zip_reader(data, path)
+    linked = relationships(part, "ppt/presentation.xml")
+    pages = []
+    for slide_id in part("ppt/presentation.xml").iter(P + "sldId"):
+        kind, name = linked.get(slide_id.get(R + "id"), ("", ""))
+        if kind == "slide":
+            title, blocks = pptx_shapes(part(name))
+            for kind, notes in relationships(part, name).values():
+                if kind == "notesSlide":
+                    blocks += pptx_shapes(part(notes))[1]  # a notes page has no title
+            pages.append(slide_page(title, blocks))
+    return pages
+
+
+def pptx_shapes(root):
+    """Return (title paragraphs, other paragraphs) of a slide's or notes page's shapes, in their order;
+    slide numbers and dates are left out."""
+    title, blocks = [], []
+    for tree in root.iter(P + "spTree"):
+        for shape in tree:
+            placeholder = shape.find(P + "nvSpPr/" + P + "nvPr/" + P + "ph")
+            kind = "" if placeholder is None else placeholder.get("type", "body")
+            if kind not in ("sldNum", "dt", "sldImg"):
+                (title if kind in ("title", "ctrTitle") else blocks).extend(flatten([shape], PPTX_MARKUP))
+        break  # the first tree is the slide's; no slide has two
+    return title, blocks
+
+
+def slide_page(title, blocks):
+    """Return a slide as a page: its title paragraphs as one "# " heading line, then its other text."""
+    heading = " ".join(" ".join(title).split())
+    return "\n\n".join(([f"# {heading}"] if heading else []) + blocks)
+
+
+def read_xlsx(data, path):
+    """Return an Excel workbook's sheets in workbook order, each as a heading and one line per row
+    (see sheet_pages). Dates are written as dates (2024-03-15), other numbers as stored."""
+    from datetime import datetime  # here, not at the top: see the note after the imports
+    part = zip_reader(data, path)
+    book = part("xl/workbook.xml")
+    linked = relationships(part, "xl/workbook.xml")
+    shared, dates = [], set()
+    for kind, name in linked.values():
+        root = part(name, required=False) if kind in ("sharedStrings", "styles") else None
+        if root is not None and kind == "sharedStrings":
+            shared = [rich_text(item) for item in root.iter(S + "si")]
+        elif root is not None:
+            dates = xlsx_date_styles(root)
+    properties = book.find(S + "workbookPr")
+    epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
+        else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
+    sheets = [(sheet.get("name", ""), xlsx_rows(part, linked[sheet.get(R + "id")][1], shared, dates, epoch))
+              for sheet in book.iter(S + "sheet") if linked.get(sheet.get(R + "id"), ("",))[0] == "worksheet"]
+    return sheet_pages(sheets, path)
+
+
+def rich_text(item):
+    """Return the text of a shared or inline string: plain, or runs of formatted text; the phonetic
+    readings over Japanese (<rPh>) are left out."""
+    return "".join(t.text or "" for t in item.findall(S + "t") + item.findall(S + "r/" + S + "t"))
+
+
+def xlsx_rows(part, name, shared, dates, epoch):
+    """Yield the rows of one worksheet as {column number: text}, empty cells left out."""
+    for row in stream_xml(part(name, raw=True), name, S + "row"):
+        cells, column = {}, 0
+        for cell in row.findall(S + "c"):
+            # "AB12" is column 27 (from 0); a cell without a reference follows the one before
+            number = column_number(cell.get("r", "").rstrip("0123456789"))
+            column = column if number is None else number
+            text = " ".join(xlsx_value(cell, shared, dates, epoch).split())
+            if text and column < SHEET_MAX_COLUMNS:
+                cells[column] = text
+            column += 1
+        if cells:
+            yield cells
+
+
+@lru_cache(maxsize=SHEET_MAX_COLUMNS)
+def column_number(letters):
+    """Return the column number of a column's letters, from 0: "A" -> 0, "AB" -> 27; None for others."""
+    if not (0 < len(letters) <= 3 and letters.isascii() and letters.isupper()):
+        return None
+    number = 0
+    for letter in letters:
+        number = number * 26 + ord(letter) - ord("A") + 1
+    return number - 1
+
+
+def xlsx_value(cell, shared, dates, epoch):
+    """Return a cell's text: shared and inline strings, TRUE/FALSE, dates, else the value as stored."""
+    kind = cell.get("t", "n")
+    if kind == "inlineStr":
+        return rich_text(cell.find(S + "is")) if cell.find(S + "is") is not None else ""
+    value = cell.findtext(S + "v") or ""
+    if kind == "s":
+        return shared[int(value)] if value.isdecimal() and int(value[:10]) < len(shared) else ""
+    if kind == "b":
+        return "TRUE" if value == "1" else "FALSE"
+    if kind == "n" and cell.get("s", "0") in dates:
+        return excel_date(value, epoch)
+    return value  # a number as stored ("0.1", "1E-3"), a formula's text result, or an error ("#N/A")
+
+
+DATE_FORMATS = set(range(14, 23)) | set(range(27, 37)) | set(range(45, 48)) | set(range(50, 59))  # built-in ids
+NOT_DATE_CODE = re.compile(r'"[^"]*"|\[[^\]]*\]|[\\_*].')  # quoted text, [colour] or [$EUR], escapes
+
+
+def xlsx_date_styles(styles):
+    """Return the cell style numbers (as text, like a cell's s="3") whose number format shows a date or time."""
+    codes = {form.get("numFmtId"): form.get("formatCode", "") for form in styles.iter(S + "numFmt")}
+    formats = styles.find(S + "cellXfs")
+    found = set()
+    for number, style in enumerate(formats if formats is not None else ()):
+        form = style.get("numFmtId", "0")
+        code = NOT_DATE_CODE.sub("", codes.get(form, "")).lower()
+        if (form.isdecimal() and int(form[:10]) in DATE_FORMATS) or any(c in code for c in "dyhs"):
+            found.add(str(number))
+    return found
+
+
+def excel_date(value, epoch):
+    """Return a date serial number as ISO text; anything else unchanged.
+
+    Example: "45366.5" -> "2024-03-15 12:00"; "45366" -> "2024-03-15"; "0.75" -> "18:00"
+    """
+    try:
+        days = float(value)
+    except ValueError:
+        return value
+    if not 0 <= days < 2958466:  # up to 9999-12-31; also refuses nan and inf
+        return value
+    from datetime import timedelta  # here, not at the top: see the note after the imports
+    moment = epoch + timedelta(seconds=round(days * 86400))
+    date = moment.strftime("%Y-%m-%d") if days >= 1 else ""  # under 1: a time of day alone
+    clock = moment.strftime("%H:%M:%S" if moment.second else "%H:%M")
+    return date if date and clock == "00:00" else (date + " " + clock).strip()
+
+
+def sheet_pages(sheets, path):
+    """Return one page per (name, rows) sheet: the name as a heading, the header row (the first with
+    text), then a line per row that names each value by its column's header, because a row of bare
+    numbers matches no question. Rows are paragraphs of their own, so chunks end between rows.
+
+    Example: ("Rates", [{0: "Country", 1: "Per diem"}, {0: "Japan", 1: "EUR 70"}])
+             -> "# Rates\\n\\nCountry | Per diem\\n\\nCountry: Japan | Per diem: EUR 70"
+    """
+    pages, cells = [], 0
+    for name, rows in sheets:
+        lines, header = [], None
+        for row in rows:
+            cells += len(row)
+            if cells > SHEET_MAX_CELLS:
+                raise RagError(f"more than {SHEET_MAX_CELLS:,} cells (a bomb, or too big to search); "
+                               "save the part you need as a smaller file")
+            if header is None:
+                header = row
+            named = (f"{header[c]}: {row[c]}" if c in header and row is not header else row[c] for c in sorted(row))
+            lines.append(" | ".join(named))
+        heading = [f"# {' '.join(name.split())}"] if name.strip() else []
+        pages.append("\n\n".join(heading + lines) if lines else "")
+    return pages
+
+
+def read_odf(data, path):
+    """Return an OpenDocument file's pages: the whole text (ODT), a page per sheet (ODS, as in
+    sheet_pages), or a page per slide with its notes (ODP)."""
+    body = zip_reader(data, path)("content.xml").find(OFFICE + "body")
+    document = body[0] if body is not None and len(body) else None
+    if document is None:
+        return [""]
+    if document.tag == OFFICE + "spreadsheet":
+        return sheet_pages([(table.get(TABLE + "name", ""), ods_rows(table))
+                            for table in document.findall(TABLE + "table")], path)
+    if document.tag in (OFFICE + "presentation", OFFICE + "drawing"):
+        return [odp_page(page) for page in document.iter(DRAW + "page")]
+    cite = {TEXT + "note": lambda e: flatten(e.findall(TEXT + "note-body"), ODF_MARKUP)}
+    return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
+
+
+def odf_level(paragraph):
+    """Return the heading level of a <text:h text:outline-level="2"> (2), 0 for a <text:p>."""
+    return count_attribute(paragraph, TEXT + "outline-level", 6) if paragraph.tag == TEXT + "h" else 0
+
+
+def odp_page(page):
+    """Return one slide of an ODP: title frame as heading, other frames, then the speaker notes."""
+    title, blocks, notes = [], [], []
+    for shape in page:
+        kind = shape.get(PRESENTATION + "class", "")
+        if kind not in ("page-number", "date-time"):
+            into = notes if shape.tag == PRESENTATION + "notes" else title if kind == "title" else blocks
+            into += flatten([shape], ODF_MARKUP)
+    return slide_page(title, blocks + notes)
+
+
+def ods_rows(table):
+    """Yield the rows of one ODS sheet as {column number: text}. Repeats are written out up to the caps:
+    LibreOffice ends every sheet with an empty row repeated a million times, which costs nothing here."""
+    for row in table.iter(TABLE + "table-row"):
+        cells, column = {}, 0
+        for cell in row:
+            repeat = count_attribute(cell, TABLE + "number-columns-repeated", SHEET_MAX_COLUMNS)
+            text = " ".join(" ".join(flatten([cell], ODF_MARKUP)).split())
+            for number in range(column, min(column + min(repeat, SHEET_MAX_REPEAT), SHEET_MAX_COLUMNS) if text else 0):
+                cells[number] = text
+            column += repeat
+            if column >= SHEET_MAX_COLUMNS:
+                break
+        for _ in range(count_attribute(row, TABLE + "number-rows-repeated", SHEET_MAX_REPEAT) if cells else 0):
+            yield cells
+
+
+def read_epub(data, path):
+    """Return an EPUB book's chapters in reading order (the spine) as XHTML, for rag.py's HTML reader:
+    chapter titles are its <h1>, <h2> headings."""
+    from urllib.parse import unquote  # here, not at the top: see the note after the imports
+    part = zip_reader(data, path)
+    rootfile = part("META-INF/container.xml").find(f"{CONTAINER}rootfiles/{CONTAINER}rootfile")
+    package = rootfile.get("full-path", "") if rootfile is not None else ""
+    opf = part(package)
+    folder = posixpath.dirname(package)
+    items = {item.get("id"): item for item in opf.iter(OPF + "item")}
+    encryption = part("META-INF/encryption.xml", required=False)
+    locked = {unquote(ref.get("URI", "")) for ref in encryption.iter(XMLENC + "CipherReference")} \
+        if encryption is not None else set()
+    pages = []
+    for reference in opf.iter(OPF + "itemref"):
+        item = items.get(reference.get("idref"))
+        if item is not None and item.get("media-type") in ("application/xhtml+xml", "text/html"):
+            name = posixpath.normpath(posixpath.join(folder, unquote(item.get("href", "")).split("#")[0]))
+            if name in locked:  # fonts may be obfuscated; an encrypted chapter is DRM
+                raise RagError("the chapters are encrypted (DRM); only an unprotected copy can be read")
+            pages.append(xml_text(part(name, raw=True)))
+    return pages
+
+
+def read_epub_text(data, path):
+    """Return an EPUB book's chapters as pages of text, each read by the HTML reader."""
+    return ["\n\n".join(p.text for p in html_paragraphs(chapter, path)) for chapter in read_epub(data, path)]
+
+
+# A Word or OpenDocument text is one text (its lines are those of --show-text); the others are pages.
+READERS.update({".docx": lambda data, path: text_paragraphs("\n\n".join(read_docx(data, path))),
+                ".odt": lambda data, path: text_paragraphs("\n\n".join(read_odf(data, path))),
+                **{suffix: lambda data, path, read=read: page_paragraphs(read(data, path)) for suffix, read in
+                   ((".pptx", read_pptx), (".odp", read_odf), (".xlsx", read_xlsx), (".ods", read_odf),
+                    (".epub", read_epub_text))}})
+PAGE_NAMES.update({".pptx": "slide", ".odp": "slide", ".xlsx": "sheet", ".ods": "sheet", ".epub": "chapter"})
 
 
 if __name__ == "__main__":

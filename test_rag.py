@@ -3,7 +3,6 @@
 Run: python3 -m unittest -v test_rag
 """
 
-import argparse
 import contextlib
 import http.server
 import io
@@ -22,6 +21,7 @@ import tempfile
 import threading
 import time
 import unittest
+import zipfile
 import zlib
 from unittest import mock
 
@@ -2442,3 +2442,475 @@ class OpenAiServerTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertRegex(err, r"^(rag.py: warning: handbook.txt:\d+-\d+ is too long for models/tiny-q4.gguf; "
                               r"embedding its first \d{3} characters only\n)+$")
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents
+
+OFFICE_READERS = {suffix: rag.READERS[suffix] for suffix in (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub")}
+
+
+def zipped(parts, compression=zipfile.ZIP_DEFLATED):
+    """Return the bytes of a zip archive holding parts ({name: text or bytes}), in that order."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, content in parts.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def patch_directory(data, offset, fmt, value):
+    """Return data with one field of every central-directory entry changed (offset from "PK\\1\\2")."""
+    data, start = bytearray(data), 0
+    while True:
+        start = data.find(b"PK\x01\x02", start)
+        if start < 0:
+            return bytes(data)
+        struct.pack_into(fmt, data, start + offset, value)
+        start += 4
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, DOCX
+
+WORD = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"')
+PACKAGE_RELS = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
+REL_TYPE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+
+
+def rels(*targets):
+    """Return a .rels part: (type, target) pairs get ids rId1, rId2, ..."""
+    return (f"<Relationships {PACKAGE_RELS}>" + "".join(
+        f'<Relationship Id="rId{n}" Type="{REL_TYPE}{kind}" Target="{target}"/>'
+        for n, (kind, target) in enumerate(targets, 1)) + "</Relationships>")
+
+
+def p(text, style=None, outline=None):
+    """Return a w:p with one run of text, maybe a style and an outline level."""
+    properties = (f'<w:pStyle w:val="{style}"/>' if style else "") + (
+        f'<w:outlineLvl w:val="{outline}"/>' if outline is not None else "")
+    return f"<w:p><w:pPr>{properties}</w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>"
+
+
+def docx(body, styles="", extra=None, document_rels=()):
+    """Return the bytes of a DOCX with this body XML, styles XML and other parts."""
+    parts = {"_rels/.rels": rels(("officeDocument", "/word/document.xml")),
+             "word/document.xml": f"<w:document {WORD}><w:body>{body}</w:body></w:document>",
+             "word/_rels/document.xml.rels": rels(("styles", "styles.xml"), *document_rels),
+             "word/styles.xml": f"<w:styles {WORD}>{styles}</w:styles>"}
+    parts.update(extra or {})
+    return zipped(parts)
+
+
+def style(style_id, name, based=None, outline=None):
+    return (f'<w:style w:type="paragraph" w:styleId="{style_id}"><w:name w:val="{name}"/>'
+            + (f'<w:basedOn w:val="{based}"/>' if based else "")
+            + (f'<w:pPr><w:outlineLvl w:val="{outline}"/></w:pPr>' if outline is not None else "") + "</w:style>")
+
+
+class DocxTest(unittest.TestCase):
+
+    def test_heading_levels_come_from_style_names_outline_levels_and_inheritance(self):
+        styles = "".join([style("Titel", "Title"), style("berschrift1", "heading 1"), style("berschrift2", "heading 2"),
+                          style("Mine", "My heading", based="berschrift2"), style("Custom", "Custom", outline=2),
+                          style("Loop1", "Loop", based="Loop2"), style("Loop2", "Loop", based="Loop1"),
+                          style("Normal", "Normal")])
+        body = (p("Handbook", "Titel") + p("Travel", "berschrift1") + p("Per diem", "Mine") + p("Japan: EUR 70", "Normal")
+                + p("Rates", "Custom") + p("Asia", "Normal", outline=1) + p("Loop text", "Loop1")
+                + p("Body", "berschrift1", outline=9))
+        self.assertEqual(rag.read_docx(docx(body, styles), "a.docx"),
+                         ["# Handbook\n\n# Travel\n\n## Per diem\n\nJapan: EUR 70\n\n### Rates\n\n## Asia\n\n"
+                          "Loop text\n\nBody"])
+
+    def test_runs_tabs_breaks_symbols_revisions_fields_and_ruby(self):
+        body = ('<w:p><w:r><w:t>a</w:t><w:tab/><w:t>b</w:t><w:br/><w:t>c</w:t><w:cr/><w:t xml:space="preserve">d </w:t>'
+                '</w:r><w:del><w:r><w:delText>gone</w:delText></w:r></w:del><w:ins><w:r><w:t>new</w:t></w:r></w:ins>'
+                '<w:r><w:sym w:font="Symbol" w:char="2192"/><w:sym w:char="zz"/></w:r></w:p>'
+                '<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> PAGE </w:instrText></w:r>'
+                '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>7</w:t></w:r>'
+                '<w:r><w:fldChar w:fldCharType="end"/></w:r><w:r><w:t xml:space="preserve"> pages, </w:t></w:r>'
+                '<w:fldSimple w:instr="DATE"><w:r><w:t>2024-03-15</w:t></w:r></w:fldSimple></w:p>'
+                '<w:p><w:moveFrom><w:r><w:t>old place</w:t></w:r></w:moveFrom><w:moveTo><w:r><w:t>moved</w:t></w:r>'
+                '</w:moveTo><w:r><w:ruby><w:rubyPr/><w:rt><w:r><w:t>とうきょう</w:t></w:r></w:rt><w:rubyBase><w:r>'
+                '<w:t>東京</w:t></w:r></w:rubyBase></w:ruby></w:r></w:p>')
+        self.assertEqual(rag.read_docx(docx(body), "a.docx"), ["a\tb\nc\nd new→\n\n7 pages, 2024-03-15\n\nmoved東京"])
+
+    def test_text_box_is_read_once_not_again_from_its_fallback(self):
+        box = '<w:txbxContent><w:p><w:r><w:t>Box</w:t></w:r></w:p></w:txbxContent>'
+        body = (f'<w:p><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing>{box}</w:drawing></mc:Choice>'
+                f'<mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r>'
+                '<w:r><w:t>After the box</w:t></w:r></w:p>')
+        self.assertEqual(rag.read_docx(docx(body), "a.docx"), ["Box\n\nAfter the box"])
+
+    def test_table_rows_are_lines_of_cells_and_headings_in_cells_are_plain(self):
+        def cell(*texts):
+            return "<w:tc>" + "".join(p(t, "berschrift1") for t in texts) + "</w:tc>"
+        body = (f'<w:tbl><w:tr>{cell("Country")}{cell("Per diem")}</w:tr>'
+                f'<w:tr>{cell("Japan", "(Tokyo)")}<w:tc><w:p/></w:tc>{cell("EUR 70")}</w:tr></w:tbl>')
+        self.assertEqual(rag.read_docx(docx(body, style("berschrift1", "heading 1")), "a.docx"),
+                         ["Country | Per diem\n\nJapan (Tokyo) | EUR 70"])
+
+    def test_headers_and_footers_first_once_and_notes_after_the_paragraph_citing_them(self):
+        def part(root, inner):
+            return f"<w:{root} {WORD}>{inner}</w:{root}>"
+        notes = part("footnotes", '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:t>SEP</w:t></w:r></w:p>'
+                     '</w:footnote><w:footnote w:id="1"><w:p><w:r><w:footnoteRef/></w:r>'
+                     '<w:r><w:t xml:space="preserve"> Originals, not copies.</w:t></w:r></w:p></w:footnote>')
+        endnotes = part("endnotes", '<w:endnote w:id="1"><w:p><w:r><w:t>See policy 7.</w:t></w:r></w:p></w:endnote>')
+        body = (p("Claims") + '<w:p><w:r><w:t>Receipts are needed</w:t></w:r><w:r><w:footnoteReference w:id="1"/>'
+                '</w:r></w:p><w:p><w:r><w:t>Next</w:t><w:endnoteReference w:id="1"/></w:r></w:p>')
+        extra = {"word/header1.xml": part("hdr", p("ACME confidential")), "word/header2.xml": part("hdr", p("ACME confidential")),
+                 "word/footer1.xml": part("ftr", p("Page 3")), "word/footnotes.xml": notes, "word/endnotes.xml": endnotes}
+        linked = [("header", "header1.xml"), ("header", "header2.xml"), ("footer", "footer1.xml"),
+                  ("footnotes", "footnotes.xml"), ("endnotes", "endnotes.xml"), ("hyperlink", "http://x")]
+        self.assertEqual(rag.read_docx(docx(body, extra=extra, document_rels=linked), "a.docx"),
+                         ["ACME confidential\n\nPage 3\n\nClaims\n\nReceipts are needed\n\nOriginals, not copies.\n\n"
+                          "Next\n\nSee policy 7."])
+
+    def test_deep_nesting_is_read_without_recursion(self):
+        depth = 20000  # far beyond Python's recursion limit (1000)
+        body = "<w:sdt><w:sdtContent>" * depth + p("deep") + "</w:sdtContent></w:sdt>" * depth
+        self.assertEqual(rag.read_docx(docx(body), "a.docx"), ["deep"])
+
+    def test_headings_give_rag_heading_paths(self):
+        styles = style("Heading1", "heading 1") + style("Heading2", "heading 2")
+        data = docx(p("Travel", "Heading1") + p("Per diem", "Heading2") + p("Japan: EUR 70"), styles)
+        chunks = rag.split_documents([rag.Document("a.docx", rag.READERS[".docx"](data, "a.docx"))])
+        self.assertEqual([(c.heading, c.text) for c in chunks],
+                         [("Travel > Per diem", "# Travel\n\n## Per diem\n\nJapan: EUR 70")])
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, PPTX
+
+DRAWING = ('xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+           'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+           'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+
+
+def shape(paragraphs, placeholder=None):
+    """Return a p:sp holding a:p paragraphs (each a list of runs; "\\n" is an a:br)."""
+    ph = f'<p:nvPr><p:ph type="{placeholder}"/></p:nvPr>' if placeholder else "<p:nvPr/>"
+    text = "".join("<a:p>" + "".join("<a:br/>" if run == "\n" else f"<a:r><a:t>{run}</a:t></a:r>" for run in runs)
+                   + "</a:p>" for runs in paragraphs)
+    return f"<p:sp><p:nvSpPr><p:cNvPr id='1' name='x'/><p:cNvSpPr/>{ph}</p:nvSpPr><p:txBody>{text}</p:txBody></p:sp>"
+
+
+def slide(root, shapes):
+    return f"<p:{root} {DRAWING}><p:cSld><p:spTree><p:nvGrpSpPr/><p:grpSpPr/>{shapes}</p:spTree></p:cSld></p:{root}>"
+
+
+class PptxTest(unittest.TestCase):
+
+    def test_slides_in_presentation_order_with_title_heading_tables_and_notes(self):
+        table = ('<p:graphicFrame><a:graphic><a:graphicData><a:tbl><a:tr>'
+                 '<a:tc><a:txBody><a:p><a:r><a:t>Japan</a:t></a:r></a:p></a:txBody></a:tc>'
+                 '<a:tc><a:txBody><a:p><a:r><a:t>EUR 70</a:t></a:r></a:p></a:txBody></a:tc>'
+                 '</a:tr></a:tbl></a:graphicData></a:graphic></p:graphicFrame>')
+        parts = {
+            "ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="257" r:id="rId2"/>'
+                                    f'<p:sldId id="256" r:id="rId1"/></p:sldIdLst></p:presentation>',
+            "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml"), ("slide", "slides/slide2.xml"),
+                                                    ("slideMaster", "slideMasters/slideMaster1.xml")),
+            "ppt/slides/slide2.xml": slide("sld", shape([["Travel"]], "title") + shape([["Book early"]], "body")
+                                           + shape([["2"]], "sldNum") + table),
+            "ppt/slides/_rels/slide2.xml.rels": rels(("notesSlide", "../notesSlides/notesSlide2.xml")),
+            "ppt/notesSlides/notesSlide2.xml": slide("notes", shape([], "sldImg") + shape([["Mention the per diem."]],
+                                                                                          "body") + shape([["2"]], "sldNum")),
+            "ppt/slides/slide1.xml": slide("sld", shape([["Per diem", "\n", "2024"]], "ctrTitle")
+                                           + shape([["Japan", "\n", "EUR 70"]])
+                                           + "<p:grpSp><p:nvGrpSpPr/><p:grpSpPr/>" + shape([["Grouped"]]) + "</p:grpSp>"),
+        }
+        self.assertEqual(rag.read_pptx(zipped(parts), "a.pptx"),
+                         ["# Travel\n\nBook early\n\nJapan | EUR 70\n\nMention the per diem.",
+                          "# Per diem 2024\n\nJapan\nEUR 70\n\nGrouped"])
+
+    def test_missing_slide_part_is_one_rag_error(self):
+        parts = {"ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" r:id="rId1"/>'
+                                         '</p:sldIdLst></p:presentation>',
+                 "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml"))}
+        with self.assertRaisesRegex(rag.RagError, "no ppt/slides/slide1.xml inside"):
+            rag.read_pptx(zipped(parts), "a.pptx")
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, XLSX
+
+SHEET = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+SHEET_R = SHEET + ' xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+
+
+def xlsx(sheets, shared="", styles="", date1904=False):
+    """Return the bytes of an XLSX: sheets is [(name, kind, file, sheetData XML)], in workbook order."""
+    listed = "".join(f'<sheet name="{name}" sheetId="{n}" r:id="rId{n + 4}"/>' for n, (name, _, _, _) in enumerate(sheets))
+    parts = {"xl/workbook.xml": f'<workbook {SHEET_R}>' + ('<workbookPr date1904="1"/>' if date1904 else "")
+                                + f'<sheets>{listed}</sheets></workbook>',
+             "xl/_rels/workbook.xml.rels": rels(("sharedStrings", "sharedStrings.xml"), ("styles", "styles.xml"),
+                                                ("theme", "theme/theme1.xml"),
+                                                *[(kind, target) for _, kind, target, _ in sheets]),
+             "xl/sharedStrings.xml": f"<sst {SHEET}>{shared}</sst>", "xl/styles.xml": f"<styleSheet {SHEET}>{styles}</styleSheet>"}
+    parts.update({"xl/" + target: f"<worksheet {SHEET}><sheetData>{data}</sheetData></worksheet>"
+                  for _, _, target, data in sheets})
+    return zipped(parts)
+
+
+DATE_STYLES = ('<numFmts><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd"/><numFmt numFmtId="165" '
+               'formatCode="&quot;Day &quot;0"/></numFmts><cellXfs><xf numFmtId="0"/><xf numFmtId="14"/>'
+               '<xf numFmtId="164"/><xf numFmtId="3"/><xf numFmtId="165"/><xf numFmtId="20"/></cellXfs>')
+
+
+class XlsxTest(unittest.TestCase):
+
+    def test_sheets_in_workbook_order_rows_named_by_the_header(self):
+        shared = ("<si><t>Country</t></si><si><r><t>Per </t></r><r><rPr><b/></rPr><t>diem</t></r></si>"
+                  "<si><t>Japan</t><rPh sb='0' eb='1'><t>ジャパン</t></rPh></si><si><t>Date</t></si>")
+        rates = ('<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c><c r="C1" t="s"><v>3</v></c>'
+                 '<c r="D1" t="inlineStr"><is><t>Paid</t></is></c></row>'
+                 '<row r="2"><c r="A2" t="s"><v>2</v></c><c r="B2"><v>70</v></c><c r="C2" s="1"><v>45366</v></c>'
+                 '<c r="D2" t="b"><v>1</v></c></row><row r="3"/>'
+                 '<row r="4"><c r="A4" t="inlineStr"><is><t>France</t></is></c><c r="C4" s="2"><v>45366.5</v></c>'
+                 '<c r="E4" s="4"><v>3</v></c><c><v>1E-3</v></c></row>'
+                 '<row r="5"><c r="B5" s="5"><v>0.75</v></c><c r="C5" t="s"><v>99999999999</v></c>'
+                 '<c r="D5" t="e"><v>#N/A</v></c></row>')
+        data = xlsx([("Rates", "worksheet", "worksheets/sheet2.xml", rates),
+                     ("Empty", "worksheet", "worksheets/sheet1.xml", ""),
+                     ("Chart", "chartsheet", "chartsheets/sheet1.xml", "")], shared, DATE_STYLES)
+        self.assertEqual(rag.read_xlsx(data, "a.xlsx"),
+                         ["# Rates\n\nCountry | Per diem | Date | Paid\n\n"
+                          "Country: Japan | Per diem: 70 | Date: 2024-03-15 | Paid: TRUE\n\n"
+                          "Country: France | Date: 2024-03-15 12:00 | 3 | 1E-3\n\n"
+                          "Per diem: 18:00 | Paid: #N/A", ""])
+
+    def test_1904_date_system(self):
+        data = xlsx([("S", "worksheet", "worksheets/s.xml", '<row><c s="1"><v>1</v></c></row>')], "", DATE_STYLES,
+                    date1904=True)
+        self.assertEqual(rag.read_xlsx(data, "a.xlsx"), ["# S\n\n1904-01-02"])
+
+    def test_far_columns_are_ignored_not_allocated(self):
+        row = '<row r="1"><c r="XFD1" t="inlineStr"><is><t>last</t></is></c><c r="ZZZ1"><v>9</v></c></row>'
+        data = xlsx([("S", "worksheet", "worksheets/s.xml", row)])
+        self.assertEqual(rag.read_xlsx(data, "a.xlsx"), ["# S\n\nlast"])
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, ODF
+
+ODF = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+       'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+       'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+       'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+       'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+       'xmlns:dc="http://purl.org/dc/elements/1.1/"')
+
+
+def odf(kind, body):
+    """Return the bytes of an ODF file whose office:body holds <office:kind>body</office:kind>."""
+    return zipped({"mimetype": "application/vnd.oasis.opendocument." + kind,
+                   "content.xml": f"<office:document-content {ODF}><office:body><office:{kind}>{body}"
+                                  f"</office:{kind}></office:body></office:document-content>"})
+
+
+class OdfTest(unittest.TestCase):
+
+    def test_odt_headings_spaces_lists_notes_tables_and_what_is_left_out(self):
+        body = ('<text:tracked-changes><text:changed-region><text:deletion><text:p>deleted words</text:p>'
+                '</text:deletion></text:changed-region></text:tracked-changes>'
+                '<text:h text:outline-level="1">Travel</text:h>\n'
+                '<text:h text:outline-level="2">Per <text:span>diem</text:span></text:h>\n'
+                '<text:p>Japan:<text:s text:c="3"/>EUR<text:tab/>70<text:line-break/>France:  EUR\n 60</text:p>'
+                '<text:list><text:list-item><text:p>Book early</text:p></text:list-item><text:list-item><text:p>'
+                'Keep receipts<text:note text:note-class="footnote"><text:note-citation>1</text:note-citation>'
+                '<text:note-body><text:p>Originals only.</text:p></text:note-body></text:note> today</text:p>'
+                '</text:list-item></text:list>'
+                '<table:table><table:table-row><table:table-cell><text:p>Country</text:p></table:table-cell>'
+                '<table:table-cell><text:p>Rate</text:p></table:table-cell></table:table-row><table:table-row>'
+                '<table:table-cell><text:p>Japan</text:p></table:table-cell><table:covered-table-cell/>'
+                '<table:table-cell><text:h text:outline-level="1">EUR 70</text:h></table:table-cell>'
+                '</table:table-row></table:table>'
+                '<text:p>Tokyo<office:annotation><dc:creator>Ann</dc:creator><text:p>check this</text:p>'
+                '</office:annotation> office</text:p><text:p>   </text:p>'
+                '<text:h text:outline-level="9">Deep</text:h><text:h text:outline-level="x">Odd</text:h>'
+                '<text:p><text:ruby><text:ruby-base>東京</text:ruby-base><text:ruby-text>とうきょう</text:ruby-text>'
+                '</text:ruby><text:s text:c="1000000000"/>end</text:p>')
+        self.assertEqual(rag.read_odf(odf("text", body), "a.odt"),
+                         ["# Travel\n\n## Per diem\n\nJapan:   EUR\t70\nFrance: EUR 60\n\nBook early\n\n"
+                          "Keep receipts today\n\nOriginals only.\n\nCountry | Rate\n\nJapan | EUR 70\n\n"
+                          "Tokyo office\n\n###### Deep\n\n# Odd\n\n東京        end"])
+
+    def test_ods_rows_named_by_header_repeats_written_out_and_trailing_emptiness_free(self):
+        def cell(text, repeat=1):
+            return (f'<table:table-cell table:number-columns-repeated="{repeat}">'
+                    + (f"<text:p>{text}</text:p>" if text else "") + "</table:table-cell>")
+        body = ('<table:table table:name="Rates"><table:table-column table:number-columns-repeated="3"/>'
+                f'<table:table-row>{cell("Country")}{cell("Per diem")}</table:table-row>'
+                f'<table:table-row table:number-rows-repeated="2">{cell("Japan")}{cell("EUR 70")}</table:table-row>'
+                f'<table:table-row>{cell("", 2)}{cell("note")}</table:table-row>'
+                f'<table:table-row table:number-rows-repeated="1048570">{cell("", 16384)}</table:table-row>'
+                '</table:table><table:table table:name="Second">'
+                f'<table:table-row>{cell("x", 2)}</table:table-row></table:table>')
+        self.assertEqual(rag.read_odf(odf("spreadsheet", body), "a.ods"),
+                         ["# Rates\n\nCountry | Per diem\n\nCountry: Japan | Per diem: EUR 70\n\n"
+                          "Country: Japan | Per diem: EUR 70\n\nnote", "# Second\n\nx | x"])
+
+    def test_odp_one_page_per_slide_title_first_notes_last(self):
+        def frame(kind, text):
+            return (f'<draw:frame presentation:class="{kind}"><draw:text-box><text:p>{text}</text:p>'
+                    '</draw:text-box></draw:frame>')
+        body = ('<draw:page draw:name="page1">' + frame("title", "Travel") + frame("page-number", "1")
+                + frame("outline", "Book early") + '<presentation:notes><draw:page-thumbnail/>'
+                + frame("notes", "Say hello") + '</presentation:notes></draw:page>'
+                '<draw:page draw:name="page2"><draw:custom-shape><text:p>Loose</text:p></draw:custom-shape></draw:page>')
+        self.assertEqual(rag.read_odf(odf("presentation", body), "a.odp"),
+                         ["# Travel\n\nBook early\n\nSay hello", "Loose"])
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, EPUB
+
+CHAPTER_1 = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+             '<head><meta charset="utf-8"/></head><body><h1>Travel</h1><h2>Per diem</h2><p>Japan: EUR 70</p></body></html>')
+CHAPTER_2 = ('<?xml version="1.0" encoding="UTF-16"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><body>'
+             '<h1>Claims</h1><p>Within 30 days.</p></body></html>')
+
+
+def epub(spine='<itemref idref="c1"/><itemref idref="pic"/><itemref idref="nothing"/><itemref idref="c2"/>',
+         extra=None):
+    parts = {"mimetype": "application/epub+zip",
+             "META-INF/container.xml": '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                                       '<rootfiles><rootfile full-path="OEBPS/book.opf" '
+                                       'media-type="application/oebps-package+xml"/></rootfiles></container>',
+             "OEBPS/book.opf": '<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><manifest>'
+                               '<item id="c2" href="Text/chapter%202.xhtml" media-type="application/xhtml+xml"/>'
+                               '<item id="pic" href="cover.svg" media-type="image/svg+xml"/>'
+                               '<item id="c1" href="Text/one.xhtml#start" media-type="application/xhtml+xml"/>'
+                               f'</manifest><spine>{spine}</spine></package>',
+             "OEBPS/Text/one.xhtml": CHAPTER_1, "OEBPS/Text/chapter 2.xhtml": CHAPTER_2.encode("utf-16"),
+             "OEBPS/cover.svg": "<svg/>"}
+    parts.update(extra or {})
+    return zipped(parts)
+
+
+class EpubTest(unittest.TestCase):
+
+    def test_chapters_in_spine_order_as_xhtml(self):
+        self.assertEqual(rag.read_epub(epub(), "a.epub"), [CHAPTER_1, CHAPTER_2])
+
+    def test_chapters_read_as_html_give_heading_paths_and_are_the_pages(self):
+        chunks = rag.split_documents([rag.Document("a.epub", rag.READERS[".epub"](epub(), "a.epub"))])
+        self.assertEqual([(c.heading, c.pages, c.text) for c in chunks],
+                         [("Travel > Per diem", (1, 1), "# Travel\n\n## Per diem\n\nJapan: EUR 70"),
+                          ("Claims", (2, 2), "# Claims\n\nWithin 30 days.")])
+        self.assertEqual(rag.chunk_label(chunks[1]), "a.epub chapter 2  (Claims)")
+
+    def test_encrypted_chapters_are_one_rag_error(self):
+        drm = ('<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+               'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+               '<enc:CipherReference URI="OEBPS/Text/one.xhtml"/></enc:CipherData></enc:EncryptedData></encryption>')
+        with self.assertRaisesRegex(rag.RagError, "DRM"):
+            rag.read_epub(epub(extra={"META-INF/encryption.xml": drm}), "a.epub")
+
+    def test_missing_container_is_one_rag_error(self):
+        with self.assertRaisesRegex(rag.RagError, "no META-INF/container.xml inside"):
+            rag.read_epub(zipped({"mimetype": "application/epub+zip"}), "a.epub")
+
+
+# ----------------------------------------------------------------------------------------- Appendix: office documents, hostile
+
+BILLION_LAUGHS = ('<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+                  + "".join(f'<!ENTITY lol{n} "{("&lol%s;" % (n - 1 or "")) * 10}">' for n in range(1, 10))
+                  + f']><w:document {WORD}><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>')
+EXTERNAL = (f'<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            f'<w:document {WORD}><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p></w:body></w:document>')
+
+
+class OfficeHostileInputTest(unittest.TestCase):
+    """Each gives one RagError line: no traceback, no hang, no gigabytes."""
+
+    def assertRefused(self, reader, data, pattern):
+        with self.assertRaisesRegex(rag.RagError, pattern) as caught:
+            reader(data, "bad.file")
+        self.assertNotIn("\n", str(caught.exception))
+
+    def test_not_a_zip_empty_and_truncated(self):
+        good = docx(p("Hello"))
+        for name, data in (("text", b"hello"), ("empty", b""), ("truncated", good[:len(good) // 2]),
+                           ("directory cut", good[:-30])):
+            with self.subTest(name):
+                self.assertRefused(rag.read_docx, data, "not a zip archive")
+
+    def test_every_reader_refuses_a_non_zip(self):
+        for suffix, reader in OFFICE_READERS.items():
+            with self.subTest(suffix):
+                self.assertRefused(reader, b"%PDF-1.4", "not a zip archive")
+
+    def test_bomb_by_compression_ratio(self):
+        data = zipped({"word/document.xml": b" " * (4 * 2**20)})  # 4 MiB of spaces pack into 4 KiB
+        self.assertRefused(rag.read_docx, data, r"would unpack to 4,194,304 bytes from .*zip bomb")
+
+    def test_bomb_by_part_size_and_by_total_size(self):
+        data = zipped({"word/document.xml": b"<a/>"})
+        self.assertRefused(rag.read_docx, patch_directory(data, 24, "<I", 0xFFFFFFF0), r"would unpack to .* MiB")
+        with mock.patch.object(rag, "ZIP_MAX_PART_BYTES", 3):
+            self.assertRefused(rag.read_docx, data, "would unpack to 4 bytes")
+
+    def test_directory_that_understates_a_size(self):
+        data = zipped({"word/document.xml": f"<w:document {WORD}><w:body>{p('x' * 100000)}</w:body></w:document>"})
+        self.assertRefused(rag.read_docx, patch_directory(data, 24, "<I", 10), "cannot unpack word/document.xml")
+
+    def test_reading_stops_at_the_cap_even_if_the_stream_outgrows_the_directory(self):
+        """zipfile itself stops at the size the directory gives; were it not to, the capped read still would."""
+        data = zipped({"word/document.xml": "<a/>"})
+        endless = lambda archive, member: io.BytesIO(b"<a>" * 10 ** 6)  # noqa: E731
+        with mock.patch.object(zipfile.ZipFile, "open", endless), mock.patch.object(rag, "ZIP_MAX_PART_BYTES", 100):
+            self.assertRefused(rag.read_docx, data, "unpacks to more than 100 bytes")
+
+    def test_encrypted_member(self):
+        data = zipped({"word/document.xml": b"\x00" * 40})
+        self.assertRefused(rag.read_docx, patch_directory(data, 8, "<H", 1), "encrypted")  # the flag a password sets
+
+    def test_unknown_compression_method(self):
+        data = zipped({"word/document.xml": "<a/>"}, zipfile.ZIP_STORED)
+        self.assertRefused(rag.read_docx, patch_directory(data, 10, "<H", 97), "cannot unpack word/document.xml")
+
+    def test_dtd_entities_refused_in_any_encoding(self):
+        for name, xml in (("billion laughs", BILLION_LAUGHS.encode()), ("external entity", EXTERNAL.encode()),
+                          ("utf-16", BILLION_LAUGHS.replace('"1.0"?', '"1.0" encoding="UTF-16"?').encode("utf-16"))):
+            with self.subTest(name):
+                self.assertRefused(rag.read_docx, zipped({"word/document.xml": xml}), "declares a DTD")
+
+    def test_malformed_xml(self):
+        self.assertRefused(rag.read_docx, zipped({"word/document.xml": "<w:document><w:body>"}),
+                           r"word/document.xml is not well-formed XML \(")
+
+    def test_missing_main_part(self):
+        self.assertRefused(rag.read_docx, zipped({"word/styles.xml": "<a/>"}), "no word/document.xml inside")
+        self.assertRefused(rag.read_xlsx, zipped({"xl/styles.xml": "<a/>"}), "no xl/workbook.xml inside")
+        self.assertRefused(rag.read_odf, zipped({"meta.xml": "<a/>"}), "no content.xml inside")
+
+    def test_repeat_counts_of_a_million_end_in_one_rag_error(self):
+        row = ('<table:table-row table:number-rows-repeated="1000000"><table:table-cell '
+               'table:number-columns-repeated="1000000"><text:p>x</text:p></table:table-cell></table:table-row>')
+        body = "".join(f'<table:table table:name="T{n}">{row}</table:table>' for n in range(3))
+        self.assertRefused(rag.read_odf, odf("spreadsheet", body), "more than 2,000,000 cells")
+
+    def test_garbage_numbers_in_attributes(self):
+        body = ('<text:h text:outline-level="99999999999999999999999">A</text:h>'
+                '<text:p>b<text:s text:c="-5"/>c<text:s text:c="' + "9" * 5000 + '"/>d</text:p>')
+        self.assertEqual(rag.read_odf(odf("text", body), "a.odt"), ["###### A\n\nb c        d"])
+
+
+class OfficeFolderTest(TempFolder):
+
+    def test_a_folder_of_office_files_is_searched_with_their_pages_and_a_bad_one_skipped_in_one_line(self):
+        styles = style("Heading1", "heading 1") + style("Heading2", "heading 2")
+        row = '<c r="{0}" t="inlineStr"><is><t>{1}</t></is></c>'
+        sheet = ('<row r="1">' + row.format("A1", "Country") + row.format("B1", "Per diem") + "</row>"
+                 '<row r="2">' + row.format("A2", "Japan") + row.format("B2", "EUR 70") + "</row>")
+        self.write("docs/policy.docx", docx(p("Travel", "Heading1") + p("Per diem", "Heading2") + p("Japan: EUR 70 a day"),
+                                            styles))
+        self.write("docs/rates.xlsx", xlsx([("Rates", "worksheet", "worksheets/sheet1.xml", sheet)]))
+        self.write("docs/book.epub", epub())
+        self.write("docs/broken.docx", b"not a zip")
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--search", "-k", "3", "per diem Japan"])
+        self.assertEqual(code, 0, err)
+        labels = re.findall(r"^\[\d\] [\d.]+  (.+)$", out, re.M)
+        self.assertEqual(sorted(labels), ["book.epub chapter 1  (Travel > Per diem)", "policy.docx:1-5  (Travel > Per diem)",
+                                          "rates.xlsx sheet 1  (Rates)"])
+        self.assertEqual(err, f"rag.py: warning: skipped {os.path.join(self.folder, 'docs', 'broken.docx')}: "
+                              "not a zip archive, or a truncated one (File is not a zip file)\n")
