@@ -410,14 +410,19 @@ class HtmlText(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.paragraphs, self.words, self.first, self.skipping = [], [], 0, 0
+        self.title, self.in_title = None, False  # <title>: the page's heading only when it has no <h1>
 
     def error(self, message):  # Python 3.8 and 3.9 call this on markup they cannot read
         raise ValueError(message)
 
     def close_paragraph(self):
         if self.words:
-            last = self.getpos()[0]
-            self.paragraphs.append(Paragraph(self.first, max(last, self.first), " ".join(self.words)))
+            # The pieces are joined as written: white space parts words, tags do not ("H<sub>2</sub>O")
+            paragraph = Paragraph(self.first, max(self.getpos()[0], self.first), " ".join("".join(self.words).split()))
+            if self.in_title:  # the browser tab's name, usually the <h1> again: counted once, in html_paragraphs
+                self.title = self.title or paragraph
+            elif paragraph.text.strip("# "):
+                self.paragraphs.append(paragraph)
             self.words = []
 
     def handle_starttag(self, tag, attrs):
@@ -425,8 +430,9 @@ class HtmlText(HTMLParser):
             self.skipping += 1
         elif tag in self.BLOCKS:
             self.close_paragraph()
+            self.in_title = tag == "title"
             if tag[0] == "h" and tag[1:].isdigit():  # <h2> becomes "## ", so headings work as in Markdown
-                self.words.append("#" * int(tag[1:]))
+                self.words.append("#" * int(tag[1:]) + " ")
                 self.first = self.getpos()[0]
 
     def handle_endtag(self, tag):
@@ -434,12 +440,13 @@ class HtmlText(HTMLParser):
             self.skipping = max(0, self.skipping - 1)
         elif tag in self.BLOCKS:
             self.close_paragraph()
+            self.in_title = False
 
     def handle_data(self, data):
-        if not self.skipping and data.strip():
+        if not self.skipping and (self.words or data.strip()):
             if not self.words:
                 self.first = self.getpos()[0] + data[:len(data) - len(data.lstrip())].count("\n")
-            self.words.extend(data.split())
+            self.words.append(data)
 
 
 def html_paragraphs(markup, path):
@@ -451,7 +458,9 @@ def html_paragraphs(markup, path):
     except (AssertionError, ValueError) as e:  # how html.parser gives up on markup it cannot read
         warn(f"{path}: unreadable HTML from line {parser.getpos()[0]} on ({e}); the text before it is kept")
     parser.close_paragraph()
-    return [p for p in parser.paragraphs if p.text.strip("# ")]
+    if parser.title and not any(p.text.startswith("# ") for p in parser.paragraphs):
+        return [replace(parser.title, text="# " + parser.title.text)] + parser.paragraphs
+    return parser.paragraphs
 
 
 def read_plain(data, path):
@@ -877,13 +886,32 @@ def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
     return frequency * (k1 + 1) / (frequency + k1 * (1 - b + b * length / average_length))
 
 
+def indexed_text(chunk):
+    """Return what the index reads of a chunk: the titles of its heading path that its text does not show
+    as a heading line itself, then its text. So a chunk under "Travel > Per diem" has its headings' words
+    even when it is the third chunk of the section, and the first chunk counts its title once.
+
+    Example: heading "Travel > Per diem", text "## Per diem\n\nEUR 70" -> "Travel\n## Per diem\n\nEUR 70"
+    """
+    if not chunk.heading:
+        return chunk.text
+    shown = {heading_title(line) for line in chunk.text.split("\n", 40)[:40]}  # headings start the text
+    return " > ".join(title for title in chunk.heading.split(" > ") if title not in shown) + "\n" + chunk.text
+
+
+def heading_title(line):
+    """Return the title a line shows if it is a heading ("## Per diem", "3.2 Per diem"), else the line."""
+    match = ATX_HEADING.match(line) or NUMBERED_HEADING.match(line)
+    return match.group(2).strip() if match else line.strip()
+
+
 class Index:
     """Chunks and their inverted index: for each token, the chunks that hold it and its BM25 weight
     in each (idf * tf part), so scoring a question is only additions."""
 
     def __init__(self, chunks):
         self.chunks = chunks
-        token_lists = [tokenize(chunk.heading + "\n" + chunk.text) for chunk in chunks]
+        token_lists = [tokenize(indexed_text(chunk)) for chunk in chunks]
         average_length = sum(map(len, token_lists)) / max(len(chunks), 1) or 1.0
         postings = {}  # token -> ([chunk numbers], [tf parts])
         for number, tokens in enumerate(token_lists):

@@ -386,10 +386,12 @@ class LoadTest(TempFolder):
                                 "<h2>Travel &amp; Expenses</h2>\n<p>Book trains\n early.</p>\n</body></html>")
         document = rag.load_documents([self.folder])[0]
         texts = [p.text for p in document.paragraphs]
-        self.assertEqual(texts, ["T", "## Travel & Expenses", "Book trains early."])
+        self.assertEqual(texts, ["# T", "## Travel & Expenses", "Book trains early."])  # no <h1>: the title heads it
+        markup = "<title>Water</title><h1>Water</h1><p>H<sub>2</sub>O boils at 100 &deg;C.</p>"
+        self.assertEqual([p.text for p in rag.html_paragraphs(markup, "w.html")], ["# Water", "H2O boils at 100 °C."])
         self.assertEqual((document.paragraphs[2].first_line, document.paragraphs[2].last_line), (4, 5))
         chunk = rag.split_documents([document])[-1]
-        self.assertEqual((chunk.first_line, chunk.last_line), (3, 5))  # the heading's line to the paragraph's end
+        self.assertEqual((chunk.heading, chunk.first_line, chunk.last_line), ("T > Travel & Expenses", 1, 5))  # titles to text
 
     def test_lines_end_at_lf_crlf_or_cr_only(self):
         self.write("crlf.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
@@ -2102,7 +2104,7 @@ class CommandLineTest(TempFolder):
         code, out, err = run_main(["--docs", os.path.join(self.folder, "a"), "--show-text"])
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(out, "==> notes.md <==\n# Notes\n\nSome text.\n\nMore.\n"
-                              "==> page.html <==\nT\n\n# Head\n\nBody text\n")
+                              "==> page.html <==\n# Head\n\nBody text\n")  # the <title>: the <h1> is the heading
         self.assertEqual(run_main(["--show-text", "a question"])[0], 2)
 
     def test_json_contract(self):
