@@ -20,6 +20,7 @@ import argparse
 import bisect
 import gc
 import heapq
+import itertools
 import json
 import math
 import operator
@@ -49,7 +50,12 @@ VERSION = "1.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
-MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped: this tool keeps all in memory
+MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
+INDEX_FORMAT = "rag.py index 1"  # an index database of another format, or made by another rag.py, is made anew
+INDEX_PART_CHUNKS = 5000   # chunks indexed between two commits: a run that is stopped keeps all but these
+MAX_PARTS = 64             # a run that changes files adds a part to the index: more than this are merged
+INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
+PROGRESS_FILES = 2000      # indexing more files than this shows its progress on a terminal
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
 CHUNK_OVERLAP = 200    # at most this many characters of a section's previous chunk start the next one
@@ -142,6 +148,15 @@ class Paragraph:
 
 
 @dataclass(frozen=True)
+class File:
+    """A file to read: where it is, its source, its reader, and what identifies its content."""
+    path: str
+    source: str
+    reader: object    # a function of READERS
+    identity: str     # "size mtime inode": when it changes, the file is read again
+
+
+@dataclass(frozen=True)
 class Document:
     """One file's text, as paragraphs."""
     source: str       # path relative to the --docs folder it was found under, "/" separated
@@ -165,6 +180,7 @@ class Hit:
     rank: int
     score: float
     chunk: Chunk
+    number: int = 0   # the chunk's number in the index
 
 
 @dataclass(frozen=True)
@@ -215,7 +231,24 @@ class Answer:
 
 def load_documents(paths):
     """Return the documents under the given files and folders, in a stable order."""
-    documents, other_types, read = [], Counter(), set()
+    documents = []
+    for file in find_files(paths):
+        paragraphs = read_document(file.path, file.reader)
+        if paragraphs is not None:
+            documents.append(Document(file.source, paragraphs))
+    if not any(document.paragraphs for document in documents):
+        raise RagError(no_text_found(paths), 2)
+    return documents
+
+
+def no_text_found(paths):
+    return "no text found in " + ", ".join(paths) + " (supported: " + " ".join(READERS) + ")"
+
+
+def find_files(paths):
+    """Return the files to read under the given files and folders, each once, in a stable order; the
+    files of other types are counted in one warning."""
+    found, other_types, seen = [], Counter(), set()
     for path in named_in_order(paths):
         if not os.path.exists(path):
             reason = "a broken link" if os.path.islink(path) else "no such file or folder"
@@ -227,18 +260,15 @@ def load_documents(paths):
             files = [(path, os.path.basename(path))]
         for file, source in files:
             reader = reader_for(file, named=not is_folder)
+            identity = None if reader is None else file_identity(file, is_folder, seen)
             if reader is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
-            elif should_read(file, is_folder, read):
-                paragraphs = read_document(file, reader)
-                if paragraphs is not None:
-                    documents.append(Document(source.replace(os.sep, "/"), paragraphs))
+            elif identity is not None:
+                found.append(File(file, source.replace(os.sep, "/"), reader, identity))
     if other_types:
         kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
         warn(f"skipped {sum(other_types.values())} files of other types ({kinds})")
-    if not any(document.paragraphs for document in documents):
-        raise RagError("no text found in " + ", ".join(paths) + " (supported: " + " ".join(READERS) + ")", 2)
-    return documents
+    return found
 
 
 def named_in_order(paths):
@@ -251,22 +281,23 @@ def named_in_order(paths):
     return [path for _, path in sorted(named.items(), key=lambda item: depth[item[0]])]
 
 
-def should_read(file, in_folder, read):
-    """True when the file is to be read: not a pipe or device found in a folder (reading one would wait
-    forever), and not a file read already, named twice or reached through a link. read keeps the files'
-    identities: the inode number, with size and time (some network drives repeat inode numbers)."""
+def file_identity(file, in_folder, seen):
+    """Return what identifies the file's content, "size mtime inode", or None when it is not to be read:
+    a pipe or device found in a folder (reading one would wait forever), or a file seen already, named
+    twice or reached through a link. seen keeps the files' identities with their device (some network
+    drives repeat inode numbers: size and time tell those files apart)."""
     try:
         info = os.stat(file)
     except OSError:
-        return True  # a broken link, say: read_document tells the user which
+        return ""  # a broken link, say: read_document tells the user which
     if in_folder and not stat.S_ISREG(info.st_mode):
         warn(f"skipped {file}: not a regular file (a pipe, socket or device)")
-        return False
+        return None
     identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-    if info.st_ino and identity in read:  # 0: the file system gives no numbers
-        return False
-    read.add(identity)
-    return True
+    if info.st_ino and identity in seen:  # 0: the file system gives no numbers
+        return None
+    seen.add(identity)
+    return f"{info.st_size} {info.st_mtime_ns} {info.st_ino}"
 
 
 def walk_files(folder):
@@ -905,38 +936,76 @@ def heading_title(line):
     return match.group(2).strip() if match else line.strip()
 
 
-class Index:
-    """Chunks and their inverted index: for each token, the chunks that hold it and its BM25 weight
-    in each (idf * tf part), so scoring a question is only additions."""
+def text_key(text):
+    """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
+    import hashlib  # here, not at the top: see the note after the imports
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
-    def __init__(self, chunks):
-        self.chunks = chunks
-        token_lists = [tokenize(indexed_text(chunk)) for chunk in chunks]
-        average_length = sum(map(len, token_lists)) / max(len(chunks), 1) or 1.0
-        postings = {}  # token -> ([chunk numbers], [tf parts])
-        for number, tokens in enumerate(token_lists):
-            counts = Counter(tokens)
-            # Most tokens occur once or twice in a chunk: compute each tf part once per chunk.
-            tf_parts = [bm25_tf(n, len(tokens), average_length) for n in range(max(counts.values(), default=0) + 1)]
-            for token, frequency in counts.items():
-                posting = postings.get(token)
-                if posting is None:
-                    posting = postings[token] = ([], [])
-                posting[0].append(number)
-                posting[1].append(tf_parts[frequency])
-        self.postings = postings
-        self.weights = {}  # token -> ([chunk numbers], [BM25 weights]), filled by weights_of
+
+def show_progress(action, done, total, started, unit):
+    """On a terminal, show how far a long step has come: done/total, the rate and the time left."""
+    if not sys.stderr.isatty():
+        return
+    rate = done / max(time.monotonic() - started, 1e-6)
+    end = "\n" if done == total else ""
+    print(f"\r{action} {done}/{total} {unit}, {rate:.0f}/s, about {(total - done) / rate:.0f} s left ", end=end,
+          file=sys.stderr, flush=True)
+
+
+class Index:
+    """The chunks and their inverted index, in an SQLite database: for each token, in which chunks it
+    is and how often. A database in the cache folder persists between runs; ":memory:" does not.
+
+    A question reads only its own tokens' postings and the chunks it shows. Postings are kept in parts,
+    one a batch of chunks indexed together, so indexing a batch writes each token once, and a file that
+    changed rewrites only its own part of its tokens' postings. Scores are worked out from the counts
+    and lengths at question time: they are exact however the index was built (see weights_of)."""
+
+    def __init__(self, chunks=(), path=":memory:"):
+        import sqlite3  # here, not at the top: see the note after the imports
+        self.path, self.weights, self.cached = path, {}, {}
+        self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None)  # transactions: ours
+        self.db.executescript(INDEX_SCHEMA)
+        if chunks:  # an index of chunks made elsewhere (a test's, say): a file for each run of one source
+            in_transaction(self, add_part, [(File(f"{number}:{source}", source, None, ""), list(group)) for number, (source, group)
+                                            in enumerate(itertools.groupby(chunks, key=operator.attrgetter("source")))])
+        self.read_lengths()
+
+    def read_lengths(self):
+        """Read every chunk's length (its tokens), for BM25's length normalization; drop the weights kept."""
+        self.numbers, self.lengths = array("I"), array("I")
+        for numbers, lengths in self.db.execute("SELECT numbers, lengths FROM parts ORDER BY part"):
+            self.numbers.frombytes(numbers)
+            self.lengths.frombytes(lengths)
+        self.size, self.weights, self.cached = len(self.numbers), {}, {}
+        self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
+        # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
+        self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
+        for number, length in zip(self.numbers, self.lengths):
+            self.norms[number] = BM25_K1 * (1 - BM25_B + BM25_B * length / self.average_length)
+
+    def postings(self, token):
+        """Return the chunk numbers that hold the token, ascending, and how often each holds it."""
+        numbers, counts = array("I"), array("H")
+        for part_numbers, part_counts in self.db.execute(
+                "SELECT numbers, counts FROM postings WHERE token = ? ORDER BY part", (token,)):
+            numbers.frombytes(part_numbers)
+            counts.frombytes(part_counts)
+        return numbers, counts
 
     def weights_of(self, token):
-        """Return the chunk numbers that hold the token and its BM25 weight (idf * tf part) in each.
-
-        They are worked out the first time a question asks for the token, then kept: most tokens of
-        a corpus are never asked for, so building the index does not pay for them."""
+        """Return the chunk numbers that hold the token and its BM25 weight in each: idf * tf part, as
+        bm25_idf and bm25_tf compute them. Worked out the first time a question asks for the token."""
         if token not in self.weights:
-            numbers, tf_parts = self.postings.get(token, ((), ()))
-            idf = bm25_idf(len(self.chunks), len(numbers))
-            self.weights[token] = (numbers, [idf * part for part in tf_parts])
+            numbers, counts = self.postings(token)
+            idf, norms = bm25_idf(self.size, len(numbers)), self.norms
+            self.weights[token] = (numbers, [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
+                                             for number, n in zip(numbers, counts)])
         return self.weights[token]
+
+    def chunk_frequency(self, token):
+        """Return how many chunks hold the token."""
+        return len(self.weights_of(token)[0])
 
     def weight(self, token, number):
         """Return the token's BM25 weight in chunk number, 0.0 when it does not occur there."""
@@ -948,7 +1017,7 @@ class Index:
         """Return [(chunk number, score)] of the k best chunks for the query tokens, best first.
 
         Ties go to the earlier chunk, so the same question always gets the same hits."""
-        scores = [0.0] * len(self.chunks)
+        scores = [0.0] * len(self.norms)
         found = set()
         for token in dict.fromkeys(tokens):  # each distinct token once
             numbers, weights = self.weights_of(token)
@@ -961,11 +1030,253 @@ class Index:
         best = heapq.nlargest(k, sorted(found), key=scores.__getitem__)
         return [(number, scores[number]) for number in best]
 
+    def chunk(self, number):
+        """Return the chunk numbered so."""
+        return self.chunks_numbered([number])[0]
+
+    def chunks_numbered(self, numbers):
+        """Return the chunks of these numbers, read in one go (and kept: the same hits come back)."""
+        missing = [number for number in numbers if number not in self.cached]
+        for number, source, heading, first, last, first_page, last_page, text in rows_where(self.db, (
+                "SELECT number, source, heading, first_line, last_line, first_page, last_page, text FROM chunks "
+                "WHERE number IN ({})"), missing):
+            self.cached[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
+        return [self.cached[number] for number in numbers]
+
+    def chunks(self):
+        """Yield (number, chunk) for every chunk, in order."""
+        for start in range(0, self.size, 1000):
+            numbers = list(self.numbers[start:start + 1000])
+            yield from zip(numbers, self.chunks_numbered(numbers))
+
+    def sources(self):
+        """Return the sources of the indexed documents, sorted."""
+        return [source for source, in self.db.execute("SELECT DISTINCT source FROM chunks ORDER BY source")]
+
+
+INDEX_SCHEMA = """
+PRAGMA journal_mode = WAL;  -- readers go on while another process writes
+PRAGMA synchronous = NORMAL;  -- a commit survives a killed process; only a power cut may lose the last ones
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
+CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
+    first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER);
+CREATE INDEX IF NOT EXISTS chunks_of_file ON chunks (path);
+CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, lengths BLOB);
+CREATE TABLE IF NOT EXISTS postings (token TEXT, part INTEGER, numbers BLOB, counts BLOB,
+    PRIMARY KEY (token, part)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def open_index(path, again=True):
+    """Return the Index in the database at path, made if it is not there, readable by the user only. One
+    that is damaged, or was made by another rag.py, is said so and made anew; where none can be written,
+    the index lives in memory for this run."""
+    import sqlite3  # here, not at the top: see the note after the imports
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # yours only: it holds the documents' text
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        index = Index(path=path)
+        made = index.db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if made in (None, (index_format(),)) or not again:
+            return index
+        index.db.close()
+        why = "was made by another version of rag.py"
+    except (OSError, sqlite3.OperationalError) as e:  # no such folder, read-only, locked for too long
+        warn(f"cannot use the index {path} ({getattr(e, 'strerror', None) or e}); indexing in memory for this "
+             "run: choose another folder with --cache, or use --no-cache")
+        return Index()
+    except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
+        why = f"is damaged ({e})"
+    warn(f"the index {path} {why}: indexing anew")
+    try:
+        for name in (path, path + "-wal", path + "-shm"):
+            if os.path.exists(name):
+                os.remove(name)
+    except OSError as e:
+        warn(f"cannot remove {name} ({e.strerror or e}); indexing in memory for this run")
+        return Index()
+    return open_index(path, again=False)
+
+
+def update_index(index, files):
+    """Bring the index up to date with the files: read, split and index the new and changed ones (those
+    whose identity is not the one the index saw), and drop the chunks of changed and removed ones. Each
+    batch of INDEX_PART_CHUNKS chunks is committed as it is done, so a run that is stopped keeps them."""
+    known = dict(index.db.execute("SELECT path, identity FROM files"))
+    wanted = {file.path for file in files}
+    todo = [file for file in files if known.get(file.path) != file.identity]
+    # The earlier versions go first: a changed file that cannot be read any more is then out of the index.
+    gone = [path for path in known if path not in wanted] + [file.path for file in todo if file.path in known]
+    if gone:  # a transaction takes the write lock: none is taken when nothing changed
+        in_transaction(index, drop_files, gone)
+    gc.disable()  # a batch makes many small objects, none in a cycle: the cycle collector would only walk them
+    try:
+        index_files(index, todo)
+    finally:
+        gc.enable()
+    if index.db.execute("SELECT count(*) FROM parts").fetchone()[0] > MAX_PARTS:
+        in_transaction(index, merge_parts)
+    index.read_lengths()
+    return len(todo)
+
+
+def index_files(index, todo):
+    """Read, split and index the files, committing each batch of INDEX_PART_CHUNKS chunks as it is done."""
+    batch, size, started = [], 0, time.monotonic()
+    for done, file in enumerate(todo, 1):
+        paragraphs = read_document(file.path, file.reader)
+        if paragraphs is not None:  # an unreadable file is read again next time, and said again
+            batch.append((file, split_document(Document(file.source, paragraphs))))
+            size += len(batch[-1][1])
+        if size >= INDEX_PART_CHUNKS or done == len(todo):
+            in_transaction(index, add_part, batch)
+            batch, size = [], 0
+        if len(todo) > PROGRESS_FILES:
+            show_progress("indexing", done, len(todo), started, "files")
+
+
+def in_transaction(index, change, *args):
+    """Run change(index, *args) as one transaction: all of it is written, or nothing. Another process
+    updating the same index makes this one wait (up to INDEX_WAIT_SECONDS)."""
+    index.db.execute("BEGIN IMMEDIATE")
+    try:
+        change(index, *args)
+    except BaseException:
+        index.db.execute("ROLLBACK")
+        raise
+    index.db.execute("COMMIT")
+
+
+def add_part(index, batch):
+    """Add the chunks of a batch of files (file, chunks) as a new part: the chunks, their lengths, and
+    for each token the numbers of the chunks that hold it and how often."""
+    db = index.db
+    known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f, _ in batch]))
+    # Another process may have indexed some of these files meanwhile: those are left as they are.
+    batch = [(file, chunks) for file, chunks in batch if known.get(file.path) != file.identity]
+    drop_files(index, [file.path for file, _ in batch if file.path in known])  # the files' earlier versions
+    part = (db.execute("SELECT max(part) FROM parts").fetchone()[0] or 0) + 1
+    last = db.execute("SELECT max(number) FROM chunks").fetchone()[0]
+    number = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
+    numbers, lengths, rows, postings = array("I"), array("I"), [], {}  # postings: token -> ([numbers], [counts])
+    for file, chunks in batch:
+        for chunk in chunks:
+            tokens = tokenize(indexed_text(chunk))
+            for token, count in Counter(tokens).items():
+                posting = postings.get(token)
+                if posting is None:
+                    posting = postings[token] = ([], [])
+                posting[0].append(number)
+                posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
+            numbers.append(number)
+            lengths.append(len(tokens))
+            rows.append((number, file.path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
+                         *(chunk.pages or (0, 0)), chunk.text, part))
+            number += 1
+    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part) for f, _ in batch])
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)",
+                   ((token, part, array("I", found).tobytes(), array("H", counts).tobytes())
+                    for token, (found, counts) in postings.items()))
+    db.execute("INSERT INTO parts VALUES (?, ?, ?)", (part, numbers.tobytes(), lengths.tobytes()))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
+
+
+def rows_where(db, query, values):
+    """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
+    at most 999 parameters before version 3.32)."""
+    for start in range(0, len(values), 500):
+        some = values[start:start + 500]
+        yield from db.execute(query.format(", ".join("?" * len(some))), some)
+
+
+def drop_files(index, paths):
+    """Remove the chunks of these files, and take them out of their tokens' postings and their parts."""
+    db, gone = index.db, {}  # part -> (chunk numbers, tokens)
+    for path in paths:
+        for number, heading, text, part in db.execute(
+                "SELECT number, heading, text, part FROM chunks WHERE path = ?", (path,)).fetchall():
+            numbers, tokens = gone.setdefault(part, (set(), set()))
+            numbers.add(number)
+            tokens.update(tokenize(indexed_text(Chunk("", heading, 0, 0, text))))  # as they were indexed
+        db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        db.execute("DELETE FROM files WHERE path = ?", (path,))
+    for part, (numbers, tokens) in gone.items():
+        for token in tokens:
+            found, counts = db.execute("SELECT numbers, counts FROM postings WHERE token = ? AND part = ?",
+                                       (token, part)).fetchone()
+            found, counts = without(numbers, found, "I", counts, "H")
+            db.execute("UPDATE postings SET numbers = ?, counts = ? WHERE token = ? AND part = ?",
+                       (found, counts, token, part)) if found else \
+                db.execute("DELETE FROM postings WHERE token = ? AND part = ?", (token, part))
+        found, lengths = db.execute("SELECT numbers, lengths FROM parts WHERE part = ?", (part,)).fetchone()
+        db.execute("UPDATE parts SET numbers = ?, lengths = ? WHERE part = ?",
+                   (*without(numbers, found, "I", lengths, "I"), part))
+
+
+def without(gone, numbers, numbers_type, values, values_type):
+    """Return (numbers, values) as bytes, without the numbers in gone and the values beside them."""
+    numbers, values = array(numbers_type, numbers), array(values_type, values)
+    kept = [at for at, number in enumerate(numbers) if number not in gone]
+    return array(numbers_type, [numbers[at] for at in kept]).tobytes(), array(values_type, [values[at] for at in kept]).tobytes()
+
+
+def merge_parts(index):
+    """Merge every part into the first: runs that changed a few files each add a part, and a question
+    reads a row of postings per part and token."""
+    db = index.db
+    first = db.execute("SELECT min(part) FROM parts").fetchone()[0]
+    db.execute("CREATE TEMP TABLE merged (token TEXT PRIMARY KEY, numbers BLOB, counts BLOB) WITHOUT ROWID")
+    db.executemany("INSERT INTO merged VALUES (?, ?, ?)", merged_rows(db.execute(
+        "SELECT token, numbers, counts FROM postings ORDER BY token, part")))
+    db.execute("DELETE FROM postings")
+    db.execute("INSERT INTO postings SELECT token, ?, numbers, counts FROM merged", (first,))
+    db.execute("DROP TABLE merged")
+    numbers, lengths = b"", b""
+    for part_numbers, part_lengths in db.execute("SELECT numbers, lengths FROM parts ORDER BY part").fetchall():
+        numbers, lengths = numbers + part_numbers, lengths + part_lengths
+    db.execute("DELETE FROM parts")
+    db.execute("INSERT INTO parts VALUES (?, ?, ?)", (first, numbers, lengths))
+    db.execute("UPDATE chunks SET part = ?", (first,))
+    db.execute("UPDATE files SET part = ?", (first,))
+
+
+def merged_rows(rows):
+    """Yield (token, numbers, counts) with the rows of each token joined (they come in part order)."""
+    token, numbers, counts = None, b"", b""
+    for row_token, row_numbers, row_counts in rows:
+        if row_token != token and token is not None:
+            yield token, numbers, counts
+            numbers, counts = b"", b""
+        token, numbers, counts = row_token, numbers + row_numbers, counts + row_counts
+    if token is not None:
+        yield token, numbers, counts
+
+
+@lru_cache(maxsize=None)
+def index_format():
+    """Return what an index must have been made by to be used: this format, and this very rag.py (another
+    one may split or tokenize otherwise, and its chunks and counts would not be the ones it would make)."""
+    try:
+        import hashlib  # here, not at the top: see the note after the imports
+        with open(__file__, "rb") as f:
+            made_by = hashlib.sha256(f.read()).hexdigest()[:12]
+    except OSError:
+        made_by = VERSION
+    return f"{INDEX_FORMAT} {made_by}"
+
+
+def index_path(folder, docs):
+    """Return the index database of a set of --docs paths, in folder."""
+    docs_id = text_key("\n".join(sorted(os.path.abspath(d) for d in docs)))[:12]
+    return os.path.join(folder, f"index-{docs_id}.sqlite3")
+
 
 def ideal_score(index, tokens):
     """Return what a chunk of average length holding each question token once would score: the sum
     of the tokens' idf. Tokens no chunk holds count too: a question about something absent matches less."""
-    return sum(bm25_idf(len(index.chunks), len(index.postings.get(t, ((),))[0])) for t in set(tokens))
+    return sum(bm25_idf(index.size, index.chunk_frequency(token)) for token in set(tokens))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1270,23 +1581,6 @@ def unit_vector(values):
     return array("f", [x / length for x in values])
 
 
-def show_progress(done, total, started):
-    """On a terminal, show how far embedding has come: done/total, rate and time left."""
-    if not sys.stderr.isatty() or total <= 4 * EMBED_BATCH:
-        return
-    rate = done / max(time.monotonic() - started, 1e-6)
-    left = (total - done) / rate
-    end = "\n" if done == total else ""
-    print(f"\rembedding {done}/{total} chunks, {rate:.0f}/s, about {left:.0f} s left ", end=end,
-          file=sys.stderr, flush=True)
-
-
-def text_key(text):
-    """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
-    import hashlib  # here, not at the top: see the note after the imports
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
 class EmbeddingCache:
     """The vectors of one embedding model (with its prefixes) for one set of documents, in a JSON file.
 
@@ -1407,7 +1701,7 @@ def default_cache_folder():
 @dataclass(frozen=True)
 class Embeddings:
     """What the embedding and hybrid rankings need: the chunks' vectors, and how to embed a question."""
-    vectors: list              # a unit vector per chunk, in the index's order
+    vectors: dict              # a unit vector per chunk, by chunk number
     cache: EmbeddingCache      # where question vectors are kept
     config: Config             # which server and model embed
 
@@ -1418,7 +1712,8 @@ def use_embeddings(index, config):
     path = cache_path(config.cache, config.embed_model, config.docs, config.api) if config.cache else None
     cache = EmbeddingCache(path, config.embed_model)
     try:
-        return Embeddings(chunk_vectors(index.chunks, cache, config), cache, config), config.mode
+        vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config)
+        return Embeddings(dict(zip(index.numbers, vectors)), cache, config), config.mode
     except RagError as e:
         if config.mode != "hybrid":
             raise
@@ -1471,7 +1766,8 @@ def chunk_vectors(chunks, cache, config, retried=False):
             texts = [prefix + chunk.text for _, chunk in batch]
             labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
             cache.add("chunks", [key for key, _ in batch], embed_texts(config, texts, labels))
-            show_progress(start + len(batch), len(missing), started)
+            if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
+                show_progress("embedding", start + len(batch), len(missing), started, "chunks")
             if time.monotonic() - saved > SAVE_SECONDS:
                 cache.save()
                 saved = time.monotonic()
@@ -1508,7 +1804,7 @@ def lexical_ranking(index, question, depth, embeddings=None):
 
 def embedding_ranking(index, question, depth, embeddings):
     """Return the depth best chunks by cosine similarity of their vectors to the question's."""
-    scores = cosines(embeddings, question, range(len(index.chunks)))
+    scores = cosines(embeddings, question, index.numbers)
     best = sorted(scores, key=scores.get, reverse=True)[:depth]  # stable: ties stay in chunk order
     return [(number, scores[number]) for number in best]
 
@@ -1535,7 +1831,7 @@ def hybrid_ranking(index, question, depth, embeddings):
     tokens = list(dict.fromkeys(tokenize(question)))
     wanted = max(depth, FUSION_DEPTH)
     by_words = dict(index.search(tokens, wanted))
-    candidates = list(by_words) if len(by_words) == wanted else range(len(index.chunks))
+    candidates = list(by_words) if len(by_words) == wanted else index.numbers
     cosine = cosines(embeddings, question, candidates)
     ideal = ideal_score(index, tokens) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
@@ -1591,7 +1887,8 @@ def rank(index, question, k, mode, embeddings=None):
         ranking = interleave([ranking_of(index, query, k, embeddings) for query in [question] + parts])[:k]
     else:
         ranking = ranking_of(index, question, k, embeddings)
-    return [Hit(position, score, index.chunks[number]) for position, (number, score) in enumerate(ranking, 1)]
+    chunks = index.chunks_numbered([number for number, _ in ranking])
+    return [Hit(position, score, chunk, number) for position, ((number, score), chunk) in enumerate(zip(ranking, chunks), 1)]
 
 
 def retrieve(index, question, config, embeddings=None):
@@ -1986,7 +2283,6 @@ def explain(index, question, config, embeddings=None, search_only=False):
 def explain_hits(index, question, hits, mode, embeddings):
     """Print the hits with how each scored: BM25 by token, and in hybrid mode both ranks and the cosine."""
     stage(f"Top {len(hits)} chunks by {mode} search")
-    numbers = {id(chunk): number for number, chunk in enumerate(index.chunks)}
     ranks = {}
     if mode == "hybrid":  # where each way alone ranks the chunk
         ranks = {way: {number: rank for rank, (number, _) in
@@ -1994,7 +2290,7 @@ def explain_hits(index, question, hits, mode, embeddings):
                  for way in ("lexical", "embedding")}
     tokens = list(dict.fromkeys(tokenize(question)))
     for hit in hits:
-        number = numbers[id(hit.chunk)]
+        number = hit.number
         print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
         weights = {token: index.weight(token, number) for token in tokens}
         parts = [f"{token} {weight:.2f}" for token, weight in weights.items() if weight]
@@ -2093,10 +2389,10 @@ def check_expected_names(index, cases, path):
     would only ever count as a miss, and one that fits two files as a hit in either."""
     for line, _, expected in cases:
         name = expected.partition("#")[0]
-        sources = sorted({chunk.source for chunk in index.chunks if is_expected(chunk, name)})
+        sources = [source for source in index.sources() if is_expected(Chunk(source, "", 0, 0, ""), name)]
         if not sources:
             raise RagError(f"{path}:{line}: no document is named {name!r} "
-                           f"(names look like {index.chunks[0].source!r})", 2)
+                           f"(names look like {index.sources()[0]!r})", 2)
         if len(sources) > 1:
             raise RagError(f"{path}:{line}: {name!r} fits {len(sources)} documents "
                            f"({', '.join(sources[:3])}): write more of its path", 2)
@@ -2174,7 +2470,7 @@ def main(argv=None):
             return print_documents(load_documents(config.docs)) or 0
         cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
         config = connect(config) if config.server else config
-        index = build_index(config.docs)
+        index = build_index(config)
         embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
         config = replace(config, mode=mode)
         try:
@@ -2305,20 +2601,15 @@ def positive_seconds(text):
     return seconds
 
 
-def build_index(paths):
-    """Return the index of the documents under the given files and folders, for the rest of the run."""
-    if sys.implementation.name != "cpython":  # PyPy's collector works differently: leave it alone
-        return Index(split_documents(load_documents(paths)))
-    # Building makes about a million small objects that live until exit and hold no reference cycles,
-    # so CPython's cycle collector would only walk them again and again: pause it meanwhile, then
-    # leave the index out of its later walks.
-    gc.disable()
-    try:
-        index = Index(split_documents(load_documents(paths)))
-        gc.freeze()
-        return index
-    finally:
-        gc.enable()
+def build_index(config):
+    """Return the index of the documents, brought up to date: in the cache folder, or in memory."""
+    files = find_files(config.docs)
+    index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
+    update_index(index, files)
+    if not index.size:
+        raise RagError(no_text_found(config.docs), 2)
+    index.db.execute("BEGIN")  # one snapshot for the whole run: another process's update is not half seen
+    return index
 
 
 def run_questions(index, config, embeddings, args):

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -28,6 +29,20 @@ from unittest import mock
 import rag
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = tempfile.mkdtemp(prefix="rag-test-cache-")  # the user's cache folder, while the tests run
+PATCHES = [mock.patch.object(rag, "default_cache_folder", lambda: CACHE),  # rag.main in this process, and
+           mock.patch.dict(os.environ, {"XDG_CACHE_HOME": CACHE, "LOCALAPPDATA": CACHE})]  # rag.py run as a program
+
+
+def setUpModule():
+    for patch in PATCHES:
+        patch.start()
+
+
+def tearDownModule():
+    for patch in PATCHES:
+        patch.stop()
+    __import__("shutil").rmtree(CACHE, ignore_errors=True)
 
 
 def run_main(args, stdin=""):
@@ -735,6 +750,152 @@ class ScoreTest(unittest.TestCase):
         self.assertIn("30,000円", japanese.text)
 
 
+class IndexStoreTest(TempFolder):
+    """The index in its database: brought up to date at each start, exact after any update, safe."""
+
+    def setUp(self):
+        super().setUp()
+        self.docs = os.path.join(self.folder, "docs")
+        self.path = os.path.join(self.folder, "cache", "index.sqlite3")
+        self.write("docs/travel.md", "# Travel\n\nBook trains early.\n\n## Per diem\n\nThe per diem in Japan is EUR 70.")
+        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 25 days a year.")
+        self.write("docs/it.md", "# IT\n\nA lost laptop is reported to the service desk.")
+
+    def updated(self, path=None):
+        """Open the index at path (a fresh one in memory by default) and bring it up to date with docs."""
+        index = rag.open_index(path) if path else rag.Index()
+        self.addCleanup(index.db.close)
+        return index, rag.update_index(index, rag.find_files([self.docs]))
+
+    def ranking(self, index, question="per diem Japan annual leave laptop trains"):
+        return [(hit.chunk.source, hit.chunk.heading, round(hit.score, 12)) for hit in rag.rank(index, question, 10, "lexical")]
+
+    def test_a_second_run_reads_nothing_and_each_change_only_its_file(self):
+        index, read = self.updated(self.path)
+        self.assertEqual(read, 3)
+        changes = [lambda: None,                                                                      # nothing
+                   lambda: self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year."),  # changed
+                   lambda: self.write("docs/new.md", "# New\n\nTrains to Japan leave at nine."),      # added
+                   lambda: os.remove(os.path.join(self.docs, "it.md")),                              # removed
+                   lambda: os.rename(os.path.join(self.docs, "new.md"), os.path.join(self.docs, "moved.md"))]
+        for change, expected in zip(changes, [0, 1, 1, 0, 1]):
+            change()
+            with self.subTest(expected=expected):
+                with mock.patch.object(rag, "read_document", wraps=rag.read_document) as read_document:
+                    index, read = self.updated(self.path)
+                self.assertEqual((read, read_document.call_count), (expected, expected))
+                self.assertEqual(self.ranking(index), self.ranking(self.updated()[0]))  # what a fresh index gives
+        self.assertEqual(index.sources(), ["leave.md", "moved.md", "travel.md"])
+
+    def test_scores_after_updates_are_those_of_a_fresh_index(self):
+        """Counts and lengths are kept, weights are worked out at question time: after many updates and a
+        merge of the parts, every score is the one a fresh index of the same files gives, to the last bit."""
+        rng = random.Random(5)
+        words = "per diem japan trains leave annual laptop desk report book early days euro hotel".split()
+        with mock.patch.object(rag, "MAX_PARTS", 3), mock.patch.object(rag, "INDEX_PART_CHUNKS", 2):
+            for step in range(12):
+                name = f"docs/f{rng.randint(0, 6)}.md"
+                if rng.random() < 0.2 and os.path.exists(os.path.join(self.folder, name)):
+                    os.remove(os.path.join(self.folder, name))
+                else:
+                    self.write(name, "\n\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(3, 40)))
+                                                 for _ in range(rng.randint(1, 4))))
+                os.utime(self.docs)  # (a file rewritten within the same clock tick has another size)
+                with self.subTest(step=step):
+                    index = self.updated(self.path)[0]
+                    fresh = self.updated()[0]
+                    self.assertEqual([(t, index.chunk_frequency(t)) for t in words], [(t, fresh.chunk_frequency(t)) for t in words])
+                    for question in ("per diem japan", "annual leave days", "laptop desk report book"):
+                        self.assertEqual(self.ranking(index, question), self.ranking(fresh, question))
+            self.assertLessEqual(index.db.execute("SELECT count(*) FROM parts").fetchone()[0], 3 + 1)
+
+    def test_a_file_that_becomes_unreadable_is_dropped_and_said_each_time(self):
+        self.updated(self.path)
+        self.write("docs/leave.md", b"\x00\x01 binary now")
+        for _ in range(2):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                index = self.updated(self.path)[0]
+            self.assertIn("leave.md: binary", err.getvalue())
+            self.assertEqual(index.sources(), ["it.md", "travel.md"])
+
+    def test_a_run_killed_while_indexing_keeps_what_it_committed(self):
+        for n in range(40):
+            self.write(f"docs/many/{n:02d}.md", f"# File {n}\n\nThe text of file number {n}.")
+        child = textwrap.dedent(f"""
+            import os, signal, sys
+            sys.path.insert(0, {HERE!r})
+            import rag
+            rag.INDEX_PART_CHUNKS = 10
+            real = rag.add_part
+            def add_then_die(index, batch, parts=[]):
+                real(index, batch)
+                parts.append(1)
+                if len(parts) == 3:  # a part is written but not committed: SIGKILL, as a power button would
+                    os.kill(os.getpid(), signal.SIGKILL)
+            rag.add_part = add_then_die
+            rag.update_index(rag.open_index({self.path!r}), rag.find_files([{self.docs!r}]))
+            """)
+        if not hasattr(__import__("signal"), "SIGKILL"):
+            self.skipTest("no SIGKILL here")
+        self.assertEqual(subprocess.run([sys.executable, "-c", child]).returncode, -9)
+        index = rag.open_index(self.path)
+        kept = index.db.execute("SELECT count(*) FROM files").fetchone()[0]  # 19: a part is 10 chunks, travel.md 2
+        self.assertEqual((index.db.execute("SELECT count(*) FROM parts").fetchone()[0], kept), (2, 19))
+        with mock.patch.object(rag, "read_document", wraps=rag.read_document) as read_document:
+            rag.update_index(index, rag.find_files([self.docs]))
+        self.assertEqual(read_document.call_count, 43 - kept)  # the next run goes on from there
+        self.assertEqual(self.ranking(index, "text of file number 7"), self.ranking(self.updated()[0], "text of file number 7"))
+
+    def test_a_damaged_or_foreign_database_is_said_in_one_line_and_made_anew(self):
+        os.makedirs(os.path.dirname(self.path))
+        for content in (b"", b"garbage, not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 2000):
+            with self.subTest(content=content[:20]):
+                with open(self.path, "wb") as f:
+                    f.write(content)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    index, read = self.updated(self.path)
+                index.db.close()  # as at the end of a run: the next one finds the file alone
+                self.assertEqual(read, 3)
+                self.assertRegex(err.getvalue(), r"^(rag.py: warning: the index \S+ is damaged \(.+\): indexing anew\n)?$")
+        index = rag.open_index(self.path)
+        index.db.execute("UPDATE meta SET value = 'rag.py index 1 an-older-one'")
+        index.db.close()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(self.updated(self.path)[1], 3)
+        self.assertEqual(err.getvalue(), f"rag.py: warning: the index {self.path} was made by another version of "
+                                         "rag.py: indexing anew\n")
+
+    def test_no_writable_folder_means_an_index_in_memory_said_once(self):
+        self.write("cache", "a file where the folder should be")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            index, read = self.updated(self.path)
+        self.assertEqual((read, index.path), (3, ":memory:"))
+        self.assertRegex(err.getvalue(), r"^rag.py: warning: cannot use the index \S+ \(.+\); indexing in memory for "
+                                         r"this run: choose another folder with --cache, or use --no-cache\n$")
+
+    def test_the_database_is_for_the_user_only(self):
+        self.updated(self.path)
+        if os.name == "posix":
+            self.assertEqual(os.stat(os.path.dirname(self.path)).st_mode & 0o777, 0o700)
+            self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
+
+    def test_two_processes_at_once_index_each_file_once(self):
+        for n in range(300):
+            self.write(f"docs/many/{n:03d}.md", f"# File {n}\n\nThe text of file number {n}, " + "word " * 50)
+        command = [sys.executable, "-c", f"import sys; sys.path.insert(0, {HERE!r}); import rag; "
+                                         f"rag.INDEX_PART_CHUNKS = 20; "
+                                         f"rag.update_index(rag.open_index({self.path!r}), rag.find_files([{self.docs!r}]))"]
+        runs = [subprocess.Popen(command, stderr=subprocess.PIPE) for _ in range(2)]
+        self.assertEqual([(run.communicate()[1], run.returncode) for run in runs], [(b"", 0), (b"", 0)])
+        index = rag.open_index(self.path)
+        self.assertEqual(index.db.execute("SELECT count(*), count(DISTINCT path) FROM chunks").fetchone(), (304, 303))
+        self.assertEqual(self.ranking(index, "file number 123"), self.ranking(self.updated()[0], "file number 123"))
+
+
 # ----------------------------------------------------------------------------------------- Model server
 
 class OllamaHostTest(unittest.TestCase):
@@ -767,6 +928,11 @@ class OllamaHostTest(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------------------------- Embed
+
+def embedding_caches(folder):
+    """The embedding cache files in a cache folder, sorted (the index databases are there too)."""
+    return sorted(name for name in os.listdir(folder) if name.startswith("embeddings-"))
+
 
 NO_EMBED_ENDPOINT = replies(404, "404 page not found", "text/plain")  # Ollama before 0.2.6
 NO_SUCH_MODEL = replies(404, {"error": 'model "all-minilm" not found, try pulling it first'})
@@ -829,7 +995,7 @@ class EmbedTest(TempFolder):
         self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")
         self.search()
         self.assertEqual(self.embed_inputs(), [["# Leave\n\nAnnual leave is 30 days a year."]])
-        with open(os.path.join(self.cache, os.listdir(self.cache)[0]), encoding="utf-8") as f:
+        with open(os.path.join(self.cache, embedding_caches(self.cache)[0]), encoding="utf-8") as f:
             self.assertEqual(len(json.load(f)["chunks"]), 3)  # the old leave chunk is gone
 
     def test_removing_a_file_rewrites_the_cache_once_and_then_not_at_all(self):
@@ -847,7 +1013,7 @@ class EmbedTest(TempFolder):
         code, out, err = self.search(model="nomic-embed-text")
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # every chunk again
-        files = sorted(os.listdir(self.cache))
+        files = sorted(embedding_caches(self.cache))
         self.assertEqual(len(files), 2)
         dims = []
         for name in files:
@@ -1038,14 +1204,14 @@ class EmbedTest(TempFolder):
                              "--embed-model", "all-minilm", "--search", "--json", "travel desk"])
         search(self.docs)
         search(other)
-        self.assertEqual(len(os.listdir(self.cache)), 2)
+        self.assertEqual(len(embedding_caches(self.cache)), 2)
         self.embed_inputs()
         search(self.docs)
         self.assertEqual(self.embed_inputs(), [])  # the other folder's run did not replace this one's vectors
         search(self.docs, other)
         self.embed_inputs()
         search(other, self.docs)                   # the same set named in another order: the same file
-        self.assertEqual((len(os.listdir(self.cache)), self.embed_inputs()), (3, []))
+        self.assertEqual((len(embedding_caches(self.cache)), self.embed_inputs()), (3, []))
 
     def test_a_reply_with_the_wrong_number_of_vectors_is_an_error(self):
         def one_short(handler, body):  # a broken server: the last text of a batch gets no vector
@@ -2420,9 +2586,9 @@ class OpenAiServerTest(unittest.TestCase):
             if expected:
                 self.assertEqual(inputs, [expected])
             else:
-                self.assertEqual(sum(map(len, inputs)), len(rag.build_index([rag.DEFAULT_DOCS]).chunks) + 1)
-        self.assertEqual(os.listdir(cache), [rag.os.path.basename(rag.cache_path(cache, "models/tiny-q4.gguf",
-                                                                                  (rag.DEFAULT_DOCS,), "openai"))])
+                self.assertEqual(sum(map(len, inputs)), rag.build_index(rag.Config(cache="")).size + 1)
+        self.assertEqual(embedding_caches(cache), [rag.os.path.basename(rag.cache_path(cache, "models/tiny-q4.gguf",
+                                                                                        (rag.DEFAULT_DOCS,), "openai"))])
 
     def test_a_server_without_embeddings_and_a_text_too_long_for_them(self):
         self.fake.on_v1_embeddings = replies(501, {"error": {"code": 501, "message": "This server does not support "
