@@ -965,7 +965,9 @@ class Index:
         import sqlite3  # here, not at the top: see the note after the imports
         self.path, self.weights, self.cached = path, {}, {}
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None)  # transactions: ours
-        self.db.executescript(INDEX_SCHEMA)
+        self.db.execute("PRAGMA journal_mode = WAL").fetchall()  # readers go on while another process writes
+        self.db.execute("PRAGMA synchronous = NORMAL")  # a commit outlives a killed process; a power cut may not
+        self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")  # one process at a time makes it
         if chunks:  # an index of chunks made elsewhere (a test's, say): a file for each run of one source
             in_transaction(self, add_part, [(File(f"{number}:{source}", source, None, ""), list(group)) for number, (source, group)
                                             in enumerate(itertools.groupby(chunks, key=operator.attrgetter("source")))])
@@ -1055,8 +1057,6 @@ class Index:
 
 
 INDEX_SCHEMA = """
-PRAGMA journal_mode = WAL;  -- readers go on while another process writes
-PRAGMA synchronous = NORMAL;  -- a commit survives a killed process; only a power cut may lose the last ones
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
 CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
     first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER);
@@ -1077,7 +1077,7 @@ def open_index(path, again=True):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # yours only: it holds the documents' text
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         index = Index(path=path)
-        made = index.db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        made = first_row(index.db, "SELECT value FROM meta WHERE key = 'format'")
         if made in (None, (index_format(),)) or not again:
             return index
         index.db.close()
@@ -1115,7 +1115,7 @@ def update_index(index, files):
         index_files(index, todo)
     finally:
         gc.enable()
-    if index.db.execute("SELECT count(*) FROM parts").fetchone()[0] > MAX_PARTS:
+    if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
         in_transaction(index, merge_parts)
     index.read_lengths()
     return len(todo)
@@ -1156,8 +1156,8 @@ def add_part(index, batch):
     # Another process may have indexed some of these files meanwhile: those are left as they are.
     batch = [(file, chunks) for file, chunks in batch if known.get(file.path) != file.identity]
     drop_files(index, [file.path for file, _ in batch if file.path in known])  # the files' earlier versions
-    part = (db.execute("SELECT max(part) FROM parts").fetchone()[0] or 0) + 1
-    last = db.execute("SELECT max(number) FROM chunks").fetchone()[0]
+    part = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
+    last = first_row(db, "SELECT max(number) FROM chunks")[0]
     number = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
     numbers, lengths, rows, postings = array("I"), array("I"), [], {}  # postings: token -> ([numbers], [counts])
     for file, chunks in batch:
@@ -1183,6 +1183,13 @@ def add_part(index, batch):
     db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
 
 
+def first_row(db, query, values=()):
+    """Return the first row of a query, or None. (Every row is read: a statement left half read would keep
+    PyPy's sqlite3 from committing.)"""
+    rows = db.execute(query, values).fetchall()
+    return rows[0] if rows else None
+
+
 def rows_where(db, query, values):
     """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
     at most 999 parameters before version 3.32)."""
@@ -1204,13 +1211,13 @@ def drop_files(index, paths):
         db.execute("DELETE FROM files WHERE path = ?", (path,))
     for part, (numbers, tokens) in gone.items():
         for token in tokens:
-            found, counts = db.execute("SELECT numbers, counts FROM postings WHERE token = ? AND part = ?",
-                                       (token, part)).fetchone()
+            found, counts = first_row(db, "SELECT numbers, counts FROM postings WHERE token = ? AND part = ?",
+                                       (token, part))
             found, counts = without(numbers, found, "I", counts, "H")
             db.execute("UPDATE postings SET numbers = ?, counts = ? WHERE token = ? AND part = ?",
                        (found, counts, token, part)) if found else \
                 db.execute("DELETE FROM postings WHERE token = ? AND part = ?", (token, part))
-        found, lengths = db.execute("SELECT numbers, lengths FROM parts WHERE part = ?", (part,)).fetchone()
+        found, lengths = first_row(db, "SELECT numbers, lengths FROM parts WHERE part = ?", (part,))
         db.execute("UPDATE parts SET numbers = ?, lengths = ? WHERE part = ?",
                    (*without(numbers, found, "I", lengths, "I"), part))
 
@@ -1226,7 +1233,7 @@ def merge_parts(index):
     """Merge every part into the first: runs that changed a few files each add a part, and a question
     reads a row of postings per part and token."""
     db = index.db
-    first = db.execute("SELECT min(part) FROM parts").fetchone()[0]
+    first = first_row(db, "SELECT min(part) FROM parts")[0]
     db.execute("CREATE TEMP TABLE merged (token TEXT PRIMARY KEY, numbers BLOB, counts BLOB) WITHOUT ROWID")
     db.executemany("INSERT INTO merged VALUES (?, ?, ?)", merged_rows(db.execute(
         "SELECT token, numbers, counts FROM postings ORDER BY token, part")))
