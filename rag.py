@@ -28,9 +28,12 @@ import os
 import posixpath
 import re
 import stat
+import struct
 import sys
 import textwrap
 import time
+import unicodedata
+import zlib
 from array import array
 from collections import Counter
 from contextlib import contextmanager
@@ -2863,6 +2866,1192 @@ APIS["openai"] = {"name": "the model server", "json": "an OpenAI-compatible repl
                   "start": "Start it (llama-server, LM Studio, vLLM, ...), or point --host at its /v1 address.",
                   "connect": openai_connect, "embed": openai_embed, "chat_request": openai_chat_request,
                   "chat": openai_chat, "error": openai_error}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: reading PDF. Adds ".pdf" to the readers; a PDF's pages are its pages. A PDF file is a heap
+# of numbered objects (numbers, strings, names, arrays, dictionaries, streams of bytes) and a
+# cross-reference table that gives each object's byte offset. A page is a dictionary whose content stream is a little program:
+# operators that choose a font and draw strings of glyph codes at positions. We turn the codes into
+# text with the font's maps, then rebuild words, lines, columns and paragraphs from the positions.
+#
+# Glossary: object; reference ("12 0 R": object 12); stream (a dictionary and encoded bytes); filter
+# (an encoding of a stream, such as zlib's); code (a glyph's number in a string); span (text drawn in
+# one piece: where it starts and ends, its baseline and size); line; paragraph.
+# ---------------------------------------------------------------------------------------------------
+
+PDF_MAX_SECONDS = 20.0          # per file, wall clock (149 pages take 1 s here); a hostile file stops
+PDF_MAX_INFLATED = 128 * 2**20  # bytes decompressed per file, all streams together: stops "zip bombs"
+PDF_MAX_DEPTH = 32              # arrays and dictionaries inside each other, references being followed
+                                # at once (real files: under 10)
+PDF_MAX_FORMS = 8               # forms (XObjects) drawn inside forms; real files use 2 or 3
+PDF_MAX_SPANS = 200000          # spans on one page; a dense page drawn glyph by glyph has 6,000
+PDF_MAX_NUMBER = 2.0 ** 31      # numbers are clamped to +-this: the integer limit of ISO 32000-1 Annex C
+PDF_MAX_RANGE = 65536           # codes one CMap range may map: a whole 2-byte code space
+PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
+PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
+PDF_COLUMN_GAP = 2.0            # a gap this many font sizes wide inside a line may be a column gutter,
+PDF_COLUMN_WIDTH = 10.0         # between text this many font sizes wide on both sides (not table cells)
+PDF_PARAGRAPH_GAP = 1.3         # line spacing this many times the page's usual (median) starts a paragraph
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to the numbered object "num gen obj", written "num gen R"."""
+    num: int
+    gen: int
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A stream object: its dictionary and its still encoded bytes (num, gen: its key for decryption)."""
+    info: dict
+    raw: bytes
+    num: int = 0
+    gen: int = 0
+
+
+@dataclass(frozen=True)
+class Font:
+    """What text extraction needs of a font: how to cut strings into codes, each code's text and width."""
+    name: str
+    code_bytes: int     # bytes per code: 1 or 2; 0: as many as the codespace ranges say
+    ranges: tuple       # codespace ranges: (bytes, lowest code, highest code)
+    text: dict          # code -> its Unicode text; a code not in here has none
+    widths: dict        # code -> advance in text space (1.0 = the font size)
+    default_width: float
+    shown: dict = field(default_factory=dict)  # cache: string -> show_codes()'s answer
+
+
+# ---------------------------------------------------------------------------------------------------
+# Objects: bytes -> Python values. Names become str, strings bytes, arrays lists, dictionaries dicts.
+# ---------------------------------------------------------------------------------------------------
+
+REGULAR = rb"[^\s\x00()<>\[\]{}/%]"  # the characters of names, numbers and keywords; others delimit
+PDF_TOKEN = re.compile(rb"(?:[\s\x00]|%[^\r\n]*(?![^\r\n]))*(?:"  # white space and comments, then
+                   rb"(\d+)[\s\x00]+(\d+)[\s\x00]+R(?!" + REGULAR + rb")"   # 1, 2: a reference
+                   rb"|([-+]?(?:\d+\.?\d*|\.\d+))(?!" + REGULAR + rb")"     # 3: a number
+                   rb"|/(" + REGULAR + rb"*)"                               # 4: a name
+                   rb"|<([0-9A-Fa-f\s]*)>"                                  # 5: a hex string
+                   rb"|(<<|>>|[\[\](){}])"                                  # 6: a delimiter
+                   rb"|(" + REGULAR + rb"+))")                              # 7: a keyword or operator
+KEYWORDS = {b"true": True, b"false": False, b"null": None}
+ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b"", b"\r": b"", b"\r\n": b""}
+OBJECT_HEADER = re.compile(rb"[\s\x00]*(\d+)[\s\x00]+(\d+)[\s\x00]+obj(?!" + REGULAR + rb")")
+STREAM_START = re.compile(rb"[\s\x00]*stream(?:\r\n|\n|\r(?!\n))?")
+STREAM_END = re.compile(rb"[\s\x00]*endstream")
+STRING_SPECIALS = re.compile(rb"[()\\]")
+
+
+def pdf_number(token):
+    """Return the int or float a number token stands for, clamped to +-PDF_MAX_NUMBER."""
+    value = float(token) if b"." in token or len(token) > 12 else int(token)
+    return value if len(token) < 10 else min(max(value, -PDF_MAX_NUMBER), PDF_MAX_NUMBER)
+
+
+def pdf_name(token):
+    """Return a name as str, its #xx escapes decoded. Example: b"A#20B" -> "A B"."""
+    if b"#" in token:
+        token = re.sub(rb"#([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), token)
+    return token.decode("latin-1")
+
+
+def hex_string(digits):
+    """Return the bytes of a hex string; white space is skipped, a last odd digit is followed by 0."""
+    try:
+        return bytes.fromhex(digits.decode())
+    except ValueError:
+        digits = re.sub(rb"[^0-9A-Fa-f]", b"", digits)
+        return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode())
+
+
+def literal(data, pos):
+    """Return (the literal string whose "(" ends at pos, the position after its ")"); () nest in it."""
+    start, depth = pos, 1
+    while depth:
+        found = STRING_SPECIALS.search(data, pos)
+        if not found:
+            raise ValueError("a string without its closing parenthesis")
+        pos = found.end() + (found[0] == b"\\")
+        depth += {b"(": 1, b")": -1}.get(found[0], 0)
+    return unescape(data[start:pos - 1]), pos
+
+
+def unescape(raw):
+    """Return a literal string's bytes with its backslash escapes replaced. Example: rb"\\(\\101" -> b"(A"."""
+    if b"\\" not in raw:
+        return raw
+    return re.sub(rb"\\([0-7]{1,3}|\r\n|[\s\S])", lambda m: bytes([int(m[1], 8) & 255]) if m[1][0] in b"01234567"
+                  else ESCAPES.get(m[1], m[1]), raw)
+
+
+def pdf_parse(data, pos=0):
+    """Return (the object that starts at pos, the position after it). A loop with a stack of the open
+    arrays and dictionaries, not recursion: a deeply nested object costs no Python stack."""
+    stack = []  # (opening delimiter, items so far)
+    while True:
+        m = PDF_TOKEN.match(data, pos)
+        if not m:
+            raise ValueError(f"no PDF object at byte {pos}")
+        pos, kind = m.end(), m.lastindex
+        if kind == 2:
+            value = Ref(int(m[1]), int(m[2]))
+        elif kind == 3:
+            value = pdf_number(m[3])
+        elif kind == 4:
+            value = pdf_name(m[4])
+        elif kind == 5:
+            value = hex_string(m[5])
+        elif kind == 6 and m[6] in (b"<<", b"["):
+            if len(stack) >= PDF_MAX_DEPTH:
+                raise RagError(f"arrays or dictionaries nested deeper than {PDF_MAX_DEPTH} (a hostile file?)")
+            stack.append((m[6], []))
+            continue
+        elif kind == 6 and m[6] in (b">>", b"]") and stack:
+            opened, items = stack.pop()
+            value = dict(zip(items[::2], items[1::2])) if opened == b"<<" else items
+        elif kind == 6 and m[6] == b"(":
+            value, pos = literal(data, pos)
+        elif kind == 7 and m[7] in KEYWORDS:
+            value = KEYWORDS[m[7]]
+        elif stack:
+            continue  # a stray keyword or brace inside an array: skip it
+        else:
+            return None, m.start(kind)  # "endobj" where an object should be: the object is null
+        if not stack:
+            return value, pos
+        stack[-1][1].append(value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Filters: how stream bytes are encoded. Each takes (file, data, parameters) and returns the bytes.
+# ---------------------------------------------------------------------------------------------------
+
+def inflate(pdf, data, params):
+    """Return zlib-compressed data expanded, within the file's budget. A damaged stream gives the bytes
+    before the damage: zlib keeps nothing of a piece it rejects, so on damage we retry in small pieces."""
+    for piece in (65536, 64):
+        expander, out = zlib.decompressobj(), bytearray()
+        try:
+            for i in range(0, len(data), piece):
+                out += expander.decompress(data[i:i + piece], pdf.inflate_left + 1 - len(out))
+                if len(out) > pdf.inflate_left:
+                    pdf.spend(len(out))
+                pdf.check_time()
+            break
+        except zlib.error:
+            continue
+    pdf.spend(len(out))
+    return unpredict(pdf, bytes(out), params)
+
+
+def unpredict(pdf, data, params):
+    """Undo a PNG predictor: each row starts with a byte saying how its bytes were coded (RFC 2083 6)."""
+    if int(params.get("Predictor", 1)) < 10:
+        return data
+    colors, bits = int(params.get("Colors", 1)), int(params.get("BitsPerComponent", 8))
+    step, width = max(1, colors * bits // 8), (colors * bits * int(params.get("Columns", 1)) + 7) // 8
+    out, above = bytearray(), bytearray(width)
+    for start in range(0, len(data), width + 1):
+        kind, row = data[start], bytearray(data[start + 1:start + 1 + width].ljust(width, b"\0"))
+        if kind == 2:  # Up: the byte above added
+            row = bytearray((a + b) & 255 for a, b in zip(row, above))
+        elif kind in (1, 3, 4):  # Sub, Average, Paeth: from the bytes to the left, above, above left
+            for i in range(width):
+                left, up, corner = (row[i - step], above[i], above[i - step]) if i >= step else (0, above[i], 0)
+                guess = left + up - corner  # Paeth: of the three, the one nearest to this guess
+                near = min((abs(guess - left), left), (abs(guess - up), up), (abs(guess - corner), corner),
+                           key=lambda pair: pair[0])[1]
+                row[i] = (row[i] + (left if kind == 1 else (left + up) // 2 if kind == 3 else near)) & 255
+        out += row
+        above = row
+        if len(out) % 65536 < width:
+            pdf.check_time()
+    return bytes(out)
+
+
+def lzw(pdf, data, params):
+    """Return LZW-compressed data expanded: codes of 9 to 12 bits, 256 clears the table, 257 ends."""
+    early = int(params.get("EarlyChange", 1))  # 1: codes widen one entry early
+    table = [bytes([i]) for i in range(256)] + [b"", b""]  # 256 and 257 stand for no bytes
+    out, previous, bits, held, width = bytearray(), b"", 0, 0, 9
+    for n, byte in enumerate(data):
+        bits, held = (bits << 8 | byte) & 0xFFFFFF, held + 8
+        while held >= width:
+            held -= width
+            code = bits >> held & (1 << width) - 1
+            if code == 256:
+                table, previous, width = table[:258], b"", 9
+                continue
+            if code == 257:
+                pdf.spend(len(out))
+                return unpredict(pdf, bytes(out), params)
+            entry = table[code] if code < len(table) else previous + previous[:1]
+            if previous and len(table) < 4096:
+                table.append(previous + entry[:1])
+            out += entry
+            previous = entry
+            if len(table) + early >= 1 << width and width < 12:
+                width += 1
+        if n % 4096 == 0:
+            pdf.check_time()
+            if len(out) > pdf.inflate_left:
+                pdf.spend(len(out))
+    pdf.spend(len(out))
+    return unpredict(pdf, bytes(out), params)
+
+
+def ascii85(pdf, data, params):
+    """Return ASCII base-85 data decoded (<~ ... ~>; z stands for four zero bytes)."""
+    import base64
+    data = re.sub(rb"\s", b"", data).split(b"~>")[0]
+    return base64.a85decode(data[2:] if data.startswith(b"<~") else data)
+
+
+def run_length(pdf, data, params):
+    """Return run-length data decoded: a byte n < 128 and n+1 bytes to copy, or n > 128 and one byte
+    for 257-n times; 128 ends."""
+    out, i = bytearray(), 0
+    while i < len(data) and data[i] != 128:
+        n = data[i]
+        out += data[i + 1:i + 2 + n] if n < 128 else data[i + 1:i + 2] * (257 - n)
+        i += n + 2 if n < 128 else 2
+        if len(out) > pdf.inflate_left:
+            pdf.spend(len(out))
+    pdf.spend(len(out))
+    return bytes(out)
+
+
+FILTERS = {"FlateDecode": inflate, "LZWDecode": lzw, "ASCII85Decode": ascii85, "RunLengthDecode": run_length,
+           "ASCIIHexDecode": lambda pdf, data, params: hex_string(data.split(b">")[0]),
+           "Crypt": lambda pdf, data, params: data}  # Crypt: decrypted already, or /Identity
+FILTERS.update({"Fl": inflate, "LZW": lzw, "A85": ascii85, "RL": run_length, "AHx": FILTERS["ASCIIHexDecode"]})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Encryption: the Standard security handler (ISO 32000-2 7.6.4). Most encrypted PDFs only restrict
+# printing or copying: the user password is empty, so the key can be computed from the file itself.
+# Only streams are decrypted: the strings of objects never hold text we read.
+# ---------------------------------------------------------------------------------------------------
+
+PASSWORD_PADDING = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
+
+
+def security(pdf):
+    """Return decrypt(num, gen, data) for the streams of an encrypted file that opens without a
+    password (its user password is empty, or else its owner password), None for a file not encrypted.
+    Raise RagError if it needs a password."""
+    import hashlib  # here, as rag.py does: only encrypted files need it, and it takes 5 ms to import
+    get = pdf.get
+    encrypt, ids = get(pdf.trailer.get("Encrypt")), get(pdf.trailer.get("ID"))
+    if not isinstance(encrypt, dict):
+        return None
+    if get(encrypt.get("Filter")) != "Standard":
+        raise RagError(f"encrypted by the {get(encrypt.get('Filter'))} handler: save a copy without encryption")
+    first_id = get(ids[0]) if isinstance(ids, list) and ids else b""
+    first_id = first_id if isinstance(first_id, bytes) else b""
+    version, revision = int(get(encrypt.get("V", 0))), int(get(encrypt.get("R", 0)))
+    owner, user = bytes(get(encrypt.get("O", b""))), bytes(get(encrypt.get("U", b"")))
+    filters = get(encrypt.get("CF")) if version >= 4 else None
+    stream_filter = get(filters.get(get(encrypt.get("StmF")))) if isinstance(filters, dict) else None
+    method = get(stream_filter.get("CFM")) if isinstance(stream_filter, dict) else None  # V2 is RC4, AESV2 AES
+    locked = RagError("password-protected: save a copy without a password (qpdf --decrypt --password=...)")
+    if revision >= 5:  # AES-256: the key is stored encrypted by a hash of a password (Algorithm 2.A)
+        perms = bytes(get(encrypt.get("Perms", b""))).ljust(16, b"\0")[:16]
+        for salt, udata, stored in ((user[40:48], b"", "UE"), (owner[40:48], user[:48], "OE")):
+            wrapped = bytes(get(encrypt.get(stored, b""))).ljust(32, b"\0")[:32]
+            key = aes_cbc(password_hash(b"", salt, udata, revision), bytes(16), wrapped, True)
+            if aes_cbc(key, bytes(16), perms, True)[9:12] == b"adb":  # /Perms holds "adb", encrypted with the key
+                return lambda num, gen, data: aes_unpad(aes_cbc(key, data[:16], data[16:], True))
+        raise locked
+    length = 5 if revision == 2 else 16 if method == "AESV2" else min(max(int(get(encrypt.get("Length", 40))) // 8, 5), 16)
+    metadata = b"\xff" * 4 if revision >= 4 and get(encrypt.get("EncryptMetadata")) is False else b""
+    permissions = struct.pack("<I", int(get(encrypt.get("P", 0))) & 0xFFFFFFFF)
+
+    def file_key(password):  # Algorithm 2
+        padded = (password + PASSWORD_PADDING)[:32]
+        key = hashlib.md5(padded + owner[:32] + permissions + first_id + metadata).digest()
+        for _ in range(50 if revision >= 3 else 0):
+            key = hashlib.md5(key[:length]).digest()
+        return key[:length]
+
+    def rc4_rounds(key, data, order):  # from revision 3 on, 20 times with the key's bytes xor 0 to 19
+        for i in order if revision >= 3 else (0,):
+            data = rc4(bytes(b ^ i for b in key), data)
+        return data
+    # the empty user password is right if it makes /U (Algorithms 4 to 6); else the empty owner password
+    # may be: /O holds the user password encrypted with a key made from the owner password (Algorithm 7)
+    owner_key = hashlib.md5(PASSWORD_PADDING).digest()
+    for _ in range(50 if revision >= 3 else 0):
+        owner_key = hashlib.md5(owner_key).digest()
+    check = PASSWORD_PADDING if revision == 2 else hashlib.md5(PASSWORD_PADDING + first_id).digest()
+    keys = (file_key(b""), file_key(rc4_rounds(owner_key[:length], owner[:32], range(19, -1, -1))))
+    key = next((k for k in keys if rc4_rounds(k, check, range(20))[:16] == user[:16]), None)
+    if key is None:
+        raise locked
+    if version >= 4 and method not in ("V2", "AESV2"):
+        return None  # /Identity: the streams are not encrypted
+    salt = b"sAlT" if method == "AESV2" else b""
+
+    def decrypt(num, gen, data):  # Algorithm 1: each object has a key of its own
+        own = hashlib.md5(key + (num % 2**24).to_bytes(3, "little") + (gen % 2**16).to_bytes(2, "little") + salt)
+        own = own.digest()[:length + 5]
+        return aes_unpad(aes_cbc(own, data[:16], data[16:], True)) if salt else rc4(own, data)
+    return decrypt
+
+
+def password_hash(password, salt, udata, revision):
+    """Return the hash of a password for AES-256 (ISO 32000-2 Algorithm 2.B): SHA-256 for revision 5;
+    for 6, at least 64 rounds of AES-128 and SHA-2, made slow on purpose against password guessing."""
+    import hashlib
+    k, rounds = hashlib.sha256(password + salt + udata).digest(), 0
+    while revision >= 6:
+        rounds += 1
+        e = aes_cbc(k[:16], k[16:32], (password + k + udata) * 64)
+        k = (hashlib.sha256, hashlib.sha384, hashlib.sha512)[sum(e[:16]) % 3](e).digest()
+        if rounds >= 64 and e[-1] <= rounds - 32:
+            break
+    return k[:32]
+
+
+def rc4(key, data):
+    """Return data encrypted or decrypted (the same thing) with the RC4 stream cipher."""
+    s, j = list(range(256)), 0
+    for i in range(256):
+        j = (j + s[i] + key[i % len(key)]) & 255
+        s[i], s[j] = s[j], s[i]
+    out, i, j = bytearray(data), 0, 0
+    for n in range(len(out)):
+        i = (i + 1) & 255
+        a = s[i]
+        j = (j + a) & 255
+        s[i], s[j] = s[j], a
+        out[n] ^= s[(a + s[i]) & 255]
+    return bytes(out)
+
+
+def aes_unpad(data):
+    """Return data without its PKCS#7 padding (1 to 16 bytes, each the count); bad padding stays."""
+    return data[:-data[-1]] if data and 1 <= data[-1] <= 16 else data
+
+
+@lru_cache(maxsize=None)
+def aes_tables():
+    """Return the AES tables (FIPS-197), for encryption and for decryption: four round tables (the
+    S-box and MixColumns for each byte, as a 32-bit column, turned four ways) and the S-box."""
+    exp, log, x = [0] * 256, [0] * 256, 1
+    for i in range(255):  # the powers of 3 run through the nonzero bytes of the field GF(2^8)
+        exp[i], log[x] = x, i
+        x ^= (x << 1) ^ (0x11B if x & 0x80 else 0)
+    multiply = lambda a, b: exp[(log[a] + log[b]) % 255] if a and b else 0
+    sbox, inverse = [], [0] * 256
+    for i in range(256):  # the inverse in GF(2^8), then the affine map of FIPS-197 5.1.1
+        b = s = exp[-log[i] % 255] if i else 0
+        for _ in range(4):
+            b = (b << 1 | b >> 7) & 255
+            s ^= b
+        sbox.append(s ^ 0x63)
+        inverse[s ^ 0x63] = i
+
+    def tables(box, column):
+        t = [int.from_bytes(bytes(multiply(c, s) for c in column), "big") for s in box]
+        return (t, *[[(w >> n | w << (32 - n)) & 0xFFFFFFFF for w in t] for n in (8, 16, 24)], box)
+    return tables(sbox, (2, 1, 1, 3)), tables(inverse, (14, 9, 13, 11))
+
+
+def aes_round_keys(key, decrypting):
+    """Return the round keys of a 16- or 32-byte key (FIPS-197 5.2), four 32-bit words a round; for
+    decrypting, in reverse order through InvMixColumns (the equivalent inverse cipher, 5.3.5), each
+    round's words in the order 0, 3, 2, 1 that aes_cbc's shared round code needs."""
+    sbox, n = aes_tables()[0][4], len(key) // 4
+    substitute = lambda w: sbox[w >> 24] << 24 | sbox[w >> 16 & 255] << 16 | sbox[w >> 8 & 255] << 8 | sbox[w & 255]
+    words, rcon = list(struct.unpack(f">{n}I", key)), 1
+    for i in range(n, 4 * n + 28):
+        w = words[-1]
+        if i % n == 0:
+            w = substitute((w << 8 | w >> 24) & 0xFFFFFFFF) ^ rcon << 24
+            rcon = (rcon << 1) ^ (0x11B if rcon & 0x80 else 0)
+        elif n > 6 and i % n == 4:
+            w = substitute(w)
+        words.append(words[i - n] ^ w)
+    rounds = [words[i:i + 4] for i in range(0, len(words), 4)]
+    if not decrypting:
+        return rounds
+    t0, t1, t2, t3, _ = aes_tables()[1]
+    mix = lambda w: t0[sbox[w >> 24]] ^ t1[sbox[w >> 16 & 255]] ^ t2[sbox[w >> 8 & 255]] ^ t3[sbox[w & 255]]
+    rounds = [rounds[-1]] + [[mix(w) for w in k] for k in rounds[-2:0:-1]] + [rounds[0]]
+    return [(k[0], k[3], k[2], k[1]) for k in rounds]
+
+
+def aes_cbc(key, iv, data, decrypting=False):
+    """Return data (whole 16-byte blocks) encrypted or decrypted with AES in CBC mode (NIST SP 800-38A).
+    Decryption runs the same rounds on the columns in the order 0, 3, 2, 1, with the inverse tables:
+    InvShiftRows is then ShiftRows. Example: FIPS-197 C.1 and C.3 in the tests."""
+    t0, t1, t2, t3, box = aes_tables()[decrypting]
+    (f0, f1, f2, f3), *middle, (l0, l1, l2, l3) = aes_round_keys(key, decrypting)
+    words = struct.unpack(f">{len(data) // 16 * 4}I", data[:len(data) // 16 * 16])
+    c0, c1, c2, c3 = struct.unpack(">4I", iv.ljust(16, b"\0")[:16])
+    out = []
+    for i in range(0, len(words), 4):
+        w0, w1, w2, w3 = words[i:i + 4]
+        if decrypting:
+            s0, s1, s2, s3 = w0 ^ f0, w3 ^ f1, w2 ^ f2, w1 ^ f3
+        else:
+            s0, s1, s2, s3 = w0 ^ c0 ^ f0, w1 ^ c1 ^ f1, w2 ^ c2 ^ f2, w3 ^ c3 ^ f3
+        for k0, k1, k2, k3 in middle:  # SubBytes, ShiftRows, MixColumns and AddRoundKey by table look-up
+            s0, s1, s2, s3 = (t0[s0 >> 24] ^ t1[s1 >> 16 & 255] ^ t2[s2 >> 8 & 255] ^ t3[s3 & 255] ^ k0,
+                              t0[s1 >> 24] ^ t1[s2 >> 16 & 255] ^ t2[s3 >> 8 & 255] ^ t3[s0 & 255] ^ k1,
+                              t0[s2 >> 24] ^ t1[s3 >> 16 & 255] ^ t2[s0 >> 8 & 255] ^ t3[s1 & 255] ^ k2,
+                              t0[s3 >> 24] ^ t1[s0 >> 16 & 255] ^ t2[s1 >> 8 & 255] ^ t3[s2 & 255] ^ k3)
+        s0, s1, s2, s3 = (  # the last round has no MixColumns
+            (box[s0 >> 24] << 24 | box[s1 >> 16 & 255] << 16 | box[s2 >> 8 & 255] << 8 | box[s3 & 255]) ^ l0,
+            (box[s1 >> 24] << 24 | box[s2 >> 16 & 255] << 16 | box[s3 >> 8 & 255] << 8 | box[s0 & 255]) ^ l1,
+            (box[s2 >> 24] << 24 | box[s3 >> 16 & 255] << 16 | box[s0 >> 8 & 255] << 8 | box[s1 & 255]) ^ l2,
+            (box[s3 >> 24] << 24 | box[s0 >> 16 & 255] << 16 | box[s1 >> 8 & 255] << 8 | box[s2 & 255]) ^ l3)
+        if decrypting:
+            out += (s0 ^ c0, s3 ^ c1, s2 ^ c2, s1 ^ c3)
+            c0, c1, c2, c3 = w0, w1, w2, w3
+        else:
+            out += (s0, s1, s2, s3)
+            c0, c1, c2, c3 = s0, s1, s2, s3
+    return struct.pack(f">{len(out)}I", *out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The file: where each object is (the cross-reference), reading objects, decoding streams.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfFile:
+    """One PDF being read: where its objects are, the ones read so far, the key, and the budgets."""
+
+    def __init__(self, data):
+        self.data, self.deadline, self.inflate_left = data, time.monotonic() + PDF_MAX_SECONDS, PDF_MAX_INFLATED
+        self.cache, self.loading, self.object_streams, self.fonts = {}, set(), {}, {}
+        self.decrypt, self.rebuilt = None, False
+        try:
+            self.entries, self.trailer = read_xref(self)
+            self.decrypt = security(self)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            self.rebuild()  # no usable cross-reference: find the objects ourselves
+        if not self.rebuilt and not isinstance(self.get(self.trailer.get("Root")), dict):
+            self.rebuild()
+
+    def check_time(self):
+        if time.monotonic() > self.deadline:
+            raise RagError(f"took longer than {PDF_MAX_SECONDS:g} s (a hostile file?); split or simplify it")
+
+    def spend(self, size):
+        """Count bytes decompressed against the file's budget."""
+        self.inflate_left -= size
+        if self.inflate_left < 0:
+            raise RagError(f"more than {PDF_MAX_INFLATED // 2**20} MiB when decompressed (a zip bomb?)")
+
+    def get(self, obj):
+        """Return obj, or the object it refers to (following a reference to a reference too)."""
+        for _ in range(PDF_MAX_DEPTH):
+            if not isinstance(obj, Ref):
+                return obj
+            if obj.num not in self.cache:
+                if obj.num in self.loading:
+                    return None  # an object needed to read itself (a cycle): null
+                if len(self.loading) >= PDF_MAX_DEPTH:
+                    raise RagError(f"references nested deeper than {PDF_MAX_DEPTH} (a hostile file?)")
+                self.loading.add(obj.num)
+                try:
+                    self.cache[obj.num] = self.load(obj.num)
+                finally:
+                    self.loading.discard(obj.num)
+            obj = self.cache[obj.num]
+        return None
+
+    def load(self, num):
+        """Return object num from where the cross-reference says, an offset or (object stream, index);
+        if it is not there, rebuild the cross-reference (once) and look again."""
+        entry = self.entries.get(num)
+        if isinstance(entry, tuple):
+            data, offsets = self.object_stream(entry[0])
+            return pdf_parse(data, offsets[num])[0] if num in offsets else None
+        found = OBJECT_HEADER.match(self.data, entry) if entry is not None else None
+        if found and int(found[1]) == num:
+            return self.object_at(found)
+        if entry is None or self.rebuilt:
+            return None
+        self.rebuild()
+        return self.load(num)
+
+    def object_at(self, header):
+        """Return the object after a "num gen obj" header: a value, or a Stream."""
+        data = self.data
+        value, pos = pdf_parse(data, header.end())
+        start = STREAM_START.match(data, pos)
+        if not (start and isinstance(value, dict)):
+            return value
+        begin, length = start.end(), self.get(value.get("Length"))
+        if isinstance(length, int) and 0 <= length and STREAM_END.match(data, begin + length):
+            raw = data[begin:begin + length]
+        else:  # a wrong /Length: the data ends at "endstream", less the end of line before it
+            end = data.find(b"endstream", begin)
+            raw = data[begin:end if end >= 0 else len(data)]
+            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith((b"\n", b"\r")) else raw
+        return Stream(value, raw, int(header[1]), int(header[2]))
+
+    def object_stream(self, num):
+        """Return (the decoded data, object number -> offset in it) of object stream num."""
+        if num not in self.object_streams:
+            self.object_streams[num] = (b"", {})  # first: a stream that contains itself is empty
+            stream = self.get(Ref(num, 0))
+            if isinstance(stream, Stream):
+                data, first = self.decode(stream), int(stream.info.get("First", 0))
+                pairs = re.findall(rb"(\d+)\s+(\d+)", data[:first])
+                self.object_streams[num] = (data, {int(n): first + int(offset) for n, offset in pairs})
+        return self.object_streams[num]
+
+    def rebuild(self):
+        """Find the objects by their "num gen obj" headers (the last one of a number wins, as in an
+        updated file), and the trailers: for a file whose cross-reference is missing or wrong."""
+        self.rebuilt, self.entries, self.trailer, data = True, {}, {}, self.data
+        for found in re.finditer(rb"(?<![0-9])(\d{1,10})[\s\x00]+\d{1,5}[\s\x00]+obj(?!" + REGULAR + rb")", data):
+            self.entries[int(found[1])] = found.start()
+        trailers = [(found.end(), None) for found in re.finditer(rb"trailer", data)]
+        trailers += [(offset, num) for num, offset in self.entries.items() if b"/XRef" in data[offset:offset + 400]]
+        for offset, num in sorted(trailers, key=lambda t: -t[0]):  # the newest first: it wins
+            try:
+                newer = pdf_parse(data, offset)[0] if num is None else self.get(Ref(num, 0)).info
+                self.trailer.update({k: v for k, v in newer.items() if k not in self.trailer})
+            except (ValueError, AttributeError):
+                continue
+        if not isinstance(self.get(self.trailer.get("Root")), dict):  # no trailer: the last catalog found
+            self.trailer["Root"] = next((Ref(num, 0) for num, offset in reversed(list(self.entries.items()))
+                                         if re.match(rb"[^>]*/Type\s*/Catalog", data[offset:offset + 400])), None)
+        self.decrypt = self.decrypt or security(self)  # before object streams are read: they are encrypted
+        for num, offset in list(self.entries.items()):  # what object streams hold, unless found on its own
+            if b"/ObjStm" in data[offset:offset + 400]:
+                for inside in self.object_stream(num)[1]:
+                    self.entries.setdefault(inside, (num, 0))
+
+    def decode(self, stream):
+        """Return the bytes of a stream: decrypted, then passed through its filters in order."""
+        filters, params = self.get(stream.info.get("Filter")), self.get(stream.info.get("DecodeParms"))
+        filters = filters if isinstance(filters, list) else [filters] if filters else []
+        params = params if isinstance(params, list) else [params] * len(filters)
+        data = stream.raw
+        if self.decrypt and stream.info.get("Type") != "XRef" and "Crypt" not in filters:
+            data = self.decrypt(stream.num, stream.gen, data)
+        for name, param in zip(filters, params + [None] * len(filters)):
+            decoder, param = FILTERS.get(self.get(name)), self.get(param)
+            if decoder is None:
+                raise ValueError(f"filter {self.get(name)} (an image filter?) is not supported")
+            data = decoder(self, data, param if isinstance(param, dict) else {})
+        return data
+
+
+def read_xref(pdf):
+    """Return (object number -> offset, (object stream, index), or None if free; the trailer). It
+    follows startxref, then each /Prev: the newest section of an updated file comes first and wins."""
+    data, entries, trailer, seen = pdf.data, {}, {}, set()
+    found = re.compile(rb"startxref\s+(\d+)").match(data, data.rfind(b"startxref"))
+    offset = int(found[1]) if found else None
+    while offset is not None and offset not in seen:
+        seen.add(offset)
+        table = re.compile(rb"[\s\x00]*xref").match(data, offset)
+        if table:  # a classic table: "first count" lines, then "offset generation n|f" for each object
+            end, section = data.index(b"trailer", table.end()), {}
+            words, i = data[table.end():end].split(), 0
+            while i + 1 < len(words):
+                first, count = int(words[i]), int(words[i + 1])
+                for n in range(count):
+                    place, _, kind = words[i + 2 + 3 * n:i + 5 + 3 * n]
+                    section[first + n] = int(place) if kind == b"n" else None
+                i += 2 + 3 * count
+            newer = pdf_parse(data, end + 7)[0]
+            if "XRefStm" in newer:  # a "hybrid" file lists its object streams' objects in a stream too
+                section.update((k, v) for k, v in xref_stream(pdf, newer["XRefStm"])[0].items() if v is not None)
+        else:
+            section, newer = xref_stream(pdf, offset)
+        for num, entry in section.items():
+            entries.setdefault(num, entry)
+        trailer = {**newer, **trailer}
+        offset = newer.get("Prev")
+    if not trailer:
+        raise ValueError("no cross-reference")
+    return entries, trailer
+
+
+def xref_stream(pdf, offset):
+    """Return (entries, dictionary) of the cross-reference stream at offset (PDF 1.5 and later): rows
+    of /W-sized fields, type (0 free, 1 at an offset, 2 in an object stream) and two numbers."""
+    stream = pdf.object_at(OBJECT_HEADER.match(pdf.data, offset))
+    rows, widths = pdf.decode(stream), [int(w) for w in stream.info["W"]]
+    index, size, entries, at = stream.info.get("Index", [0, stream.info["Size"]]), sum(widths), {}, 0
+    for first, count in zip(index[::2], index[1::2]):
+        for num in range(first, first + min(count, (len(rows) - at) // max(size, 1))):
+            fields = []
+            for w in widths:
+                fields.append(int.from_bytes(rows[at:at + w], "big"))
+                at += w
+            kind = fields[0] if widths[0] else 1
+            entries[num] = fields[1] if kind == 1 else (fields[1], fields[2]) if kind == 2 else None
+    return entries, stream.info
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fonts: codes -> text and widths. A ToUnicode map says it directly; otherwise a simple (one-byte) font
+# names a glyph for each code (an encoding, changed by /Differences), and the name tells the character.
+# ---------------------------------------------------------------------------------------------------
+
+GLYPH_NAMES = dict(zip(  # the glyph names of the ASCII characters that are not letters, by code from 32
+    ("space exclam quotedbl numbersign dollar percent ampersand quotesingle parenleft parenright asterisk plus "
+     "comma hyphen period slash zero one two three four five six seven eight nine colon semicolon less equal "
+     "greater question at bracketleft backslash bracketright asciicircum underscore grave braceleft bar "
+     "braceright asciitilde").split(), [chr(c) for c in [*range(32, 65), *range(91, 97), *range(123, 127)]]))
+GLYPH_NAMES.update(zip(*[iter((  # and the other common ones of the Adobe Glyph List: name, character
+    "quoteright ’ quoteleft ‘ quotedblleft “ quotedblright ” quotesinglbase ‚ quotedblbase „ "
+    "guillemotleft « guillemotright » guilsinglleft ‹ guilsinglright › endash – emdash — bullet • "
+    "ellipsis … dagger † daggerdbl ‡ trademark ™ copyright © registered ® degree ° section § paragraph ¶ "
+    "periodcentered · perthousand ‰ fraction ⁄ minus − multiply × divide ÷ plusminus ± cent ¢ sterling £ "
+    "yen ¥ Euro € currency ¤ florin ƒ exclamdown ¡ questiondown ¿ germandbls ß dotlessi ı AE Æ ae æ OE Œ "
+    "oe œ Oslash Ø oslash ø Lslash Ł lslash ł Eth Ð eth ð Thorn Þ thorn þ ordfeminine ª ordmasculine º "
+    "mu µ onehalf ½ onequarter ¼ threequarters ¾ onesuperior ¹ twosuperior ² threesuperior ³ logicalnot ¬ "
+    "brokenbar ¦ macron ¯ acute ´ cedilla ¸ dieresis ¨ ring ˚ tilde ˜ circumflex ˆ caron ˇ breve ˘ "
+    "dotaccent ˙ ogonek ˛ hungarumlaut ˝ ff ff fi fi fl fl ffi ffi ffl ffl").split())] * 2),
+    nbspace=" ", nonbreakingspace=" ", sfthyphen="-", softhyphen="-")
+ACCENTS = {"grave": "\u0300", "acute": "\u0301", "circumflex": "\u0302", "tilde": "\u0303", "macron": "\u0304",
+           "breve": "\u0306", "dotaccent": "\u0307", "dieresis": "\u0308", "ring": "\u030a", "caron": "\u030c",
+           "hungarumlaut": "\u030b", "commaaccent": "\u0326", "cedilla": "\u0327", "ogonek": "\u0328"}
+# Type 3 fonts made from TeX's bitmaps name glyphs by code ("a65"); below 32, TeX's T1 encoding has
+# quotes, dashes and ligatures, where no text character is
+TEX_T1 = {0x10: "“", 0x11: "”", 0x12: "„", 0x13: "«", 0x14: "»", 0x15: "–", 0x16: "—", 0x19: "ı",
+          0x1B: "ff", 0x1C: "fi", 0x1D: "fl", 0x1E: "ffi", 0x1F: "ffl", 0x7F: "-"}
+
+
+@lru_cache(maxsize=4096)
+def glyph_text(glyph, numbered=False):
+    """Return the text a glyph name stands for, "" if unknown. Examples: "eacute" -> "é",
+    "uni00E9" -> "é", "f_f_i" -> "ffi", "one.oldstyle" -> "1"; numbered (Type 3 fonts): "a97" -> "a"."""
+    if glyph in GLYPH_NAMES or len(glyph) <= 1:
+        return GLYPH_NAMES.get(glyph, glyph if glyph.isalpha() else "")
+    base = glyph.split(".")[0]
+    if "_" in base or base != glyph:
+        return "".join(glyph_text(part, numbered) for part in base.split("_"))
+    hexes = re.fullmatch(r"uni((?:[0-9A-F]{4})+)|u([0-9A-F]{4,6})", glyph)
+    if hexes:
+        points = [int(h, 16) for h in re.findall("....", hexes[1])] if hexes[1] else [int(hexes[2], 16)]
+        return "".join(chr(p) for p in points if p < 0xD800 or 0xDFFF < p <= 0x10FFFF)
+    accented = re.fullmatch("([A-Za-z])(" + "|".join(ACCENTS) + ")", glyph)  # "eacute": e and an acute
+    if accented:
+        letter = unicodedata.normalize("NFC", accented[1] + ACCENTS[accented[2]])
+        return letter if len(letter) == 1 else ""
+    code = re.fullmatch(r"[A-Za-z]{1,2}(\d{2,3})", glyph) if numbered else None
+    if code:
+        code = int(code[1])
+        return TEX_T1.get(code, "") if code < 32 or code == 127 else chr(code)
+    for character in (glyph, f"greek {'capital' if glyph[0].isupper() else 'small'} letter {glyph}"):
+        try:  # "infinity", "Omega": names the Unicode character names spell out
+            return unicodedata.lookup(character.replace("lambda", "lamda"))
+        except KeyError:
+            continue
+    return ""
+
+
+@lru_cache(maxsize=None)
+def base_encoding(encoding):
+    """Return code -> text of a standard encoding: WinAnsi is Windows-1252, MacRoman the Mac's;
+    Standard is ASCII with curly quotes and, above 160, other glyphs (ISO 32000-1 Annex D)."""
+    if encoding in ("WinAnsiEncoding", "MacRomanEncoding"):
+        codec = "cp1252" if encoding == "WinAnsiEncoding" else "mac_roman"
+        table = {c: bytes([c]).decode(codec, "ignore") for c in range(32, 256)}
+        return {**table, **({0xA0: " ", 0xAD: "-"} if codec == "cp1252" else {0xCA: " "})}
+    high = [*range(0xA1, 0xB0), *range(0xB1, 0xB5), *range(0xB6, 0xBE), 0xBF, *range(0xC1, 0xC9), 0xCA, 0xCB,
+            *range(0xCD, 0xD1), 0xE1, 0xE3, *range(0xE8, 0xEC), 0xF1, 0xF5, *range(0xF8, 0xFC)]
+    return {**{c: chr(c) for c in range(32, 127)}, 0x27: "’", 0x60: "‘",
+            **dict(zip(high, "¡¢£⁄¥ƒ§¤'“«‹›ﬁﬂ–†‡·¶•‚„”»…‰¿`´ˆ˜¯˘˙¨˚¸˝˛ˇ—ÆªŁØŒºæıłøœß"))}
+
+
+def load_font(pdf, font):
+    """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
+    get = pdf.get
+    kind, to_unicode = get(font.get("Subtype")), get(font.get("ToUnicode"))
+    ranges, text = parse_cmap(pdf, pdf.decode(to_unicode)) if isinstance(to_unicode, Stream) else ((), {})
+    text = {code: t for code, t in text.items() if isinstance(t, str)}
+    if kind == "Type0":
+        descendant = get((get(font.get("DescendantFonts")) or [None])[0])
+        descendant = descendant if isinstance(descendant, dict) else {}
+        encoding = get(font.get("Encoding"))  # a CMap: how to cut codes, and each one's glyph (CID);
+        ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
+        if isinstance(encoding, Stream):
+            ranges, cids = parse_cmap(pdf, pdf.decode(encoding))
+        widths, w, i = {}, get(descendant.get("W")) or [], 0
+        while i + 1 < len(w):  # "c [w1 w2 ...]": widths from CID c on; "c1 c2 w": one width for c1 to c2
+            first, then = int(get(w[i])), get(w[i + 1])
+            if isinstance(then, list):
+                widths.update((first + j, float(get(x)) / 1000) for j, x in enumerate(then))
+            else:
+                last = min(int(then), first + PDF_MAX_RANGE)
+                widths.update(dict.fromkeys(range(first, last + 1), float(get(w[i + 2])) / 1000))
+            i += 2 if isinstance(then, list) else 3
+        if cids:
+            widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
+        default = float(get(descendant.get("DW", 1000))) / 1000
+    else:
+        ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
+        scale = float(get(matrix[0])) if isinstance(matrix, list) and matrix else 0.001  # glyph units per em
+        first, listed = int(get(font.get("FirstChar", 0))), get(font.get("Widths")) or []
+        widths = {first + i: float(get(w)) * scale for i, w in enumerate(listed) if isinstance(get(w), (int, float))}
+        descriptor = get(font.get("FontDescriptor"))
+        descriptor = descriptor if isinstance(descriptor, dict) else {}
+        # no widths: one of the 14 standard fonts; Courier's glyphs are 0.6 em wide, the others' about 0.5
+        default = float(get(descriptor.get("MissingWidth", 0))) * scale or (
+            0.0 if listed else 0.6 if "Courier" in str(get(font.get("BaseFont"))) else 0.5)
+        text = {**simple_encoding(pdf, font, kind, descriptor, bool(text)), **text}
+    sizes = {r[0] for r in ranges}
+    return Font(str(get(font.get("BaseFont"))), sizes.pop() if len(sizes) == 1 else 0,
+                tuple(sorted(ranges)), text, widths, default)
+
+
+def simple_encoding(pdf, font, kind, descriptor, mapped):
+    """Return code -> text of a simple font from its encoding: a base encoding changed by /Differences."""
+    get = pdf.get
+    encoding = get(font.get("Encoding"))
+    base = get(encoding.get("BaseEncoding")) if isinstance(encoding, dict) else encoding
+    table = base_encoding(base) if base in ("WinAnsiEncoding", "MacRomanEncoding", "StandardEncoding") else None
+    program = get(descriptor.get("FontFile"))
+    if table is None and kind == "Type1" and isinstance(program, Stream) and not mapped:
+        # an embedded Type 1 font has an encoding of its own, in its clear-text part: "dup 12 /fi put"
+        clear = pdf.decode(program)[:int(get(program.info.get("Length1", 0))) or None]
+        table = {int(code): glyph_text(glyph.decode("latin-1"))
+                 for code, glyph in re.findall(rb"dup\s+(\d+)\s*/(" + REGULAR + rb"+)\s+put", clear)} or None
+    if table is None and re.search("Symbol|Dingbat|Wingding|Webding", str(get(font.get("BaseFont")))):
+        table = {}  # pictures, not letters: with no map, its text cannot be known
+    if table is None:
+        table = base_encoding("WinAnsiEncoding" if kind == "TrueType" else "StandardEncoding")
+    table = dict(table)
+    code = 0
+    for item in get(encoding.get("Differences")) or [] if isinstance(encoding, dict) else []:
+        item = get(item)  # a code, then the glyph names of it and the codes after it
+        if isinstance(item, str):
+            table[code] = glyph_text(item, kind == "Type3")
+        code = item if isinstance(item, int) else code + 1
+    return table
+
+
+def parse_cmap(pdf, data):
+    """Return (codespace ranges as (bytes, low, high), code -> text or CID) of a CMap: a ToUnicode map
+    (bfchar, bfrange: code -> UTF-16 text) or an encoding (cidchar, cidrange: code -> CID)."""
+    ranges, mapping = [], {}
+    as_int = lambda b: int.from_bytes(b, "big") if isinstance(b, bytes) else int(b)
+    utf16 = lambda b: b.decode("utf-16-be", "ignore") if len(b) % 2 == 0 else b.decode("latin-1")
+    sections = re.finditer(rb"begin(codespacerange|bfchar|bfrange|cidchar|cidrange)(.*?)end\1", data, re.S)
+    for kind, body in (section.groups() for section in sections):
+        items, array = [], None
+        for token in re.finditer(rb"<([0-9A-Fa-f\s]*)>|(\[)|(\])|(\d+)", body):
+            if token[2]:  # an array of destinations
+                array = []
+            elif token[3]:
+                items.append(array or [])
+                array = None
+            else:
+                value = hex_string(token[1]) if token[1] is not None else int(token[4])
+                (items if array is None else array).append(value)
+        if kind == b"codespacerange":
+            ranges += [(len(low), as_int(low), as_int(high)) for low, high in zip(items[::2], items[1::2])]
+        elif kind in (b"bfchar", b"cidchar"):
+            pairs = zip(items[::2], items[1::2])
+            mapping.update((as_int(code), utf16(to) if isinstance(to, bytes) else to) for code, to in pairs)
+        for low, high, to in zip(items[::3], items[1::3], items[2::3]) if kind in (b"bfrange", b"cidrange") else ():
+            low, high = as_int(low), min(as_int(high), as_int(low) + PDF_MAX_RANGE - 1)
+            if isinstance(to, list):  # a destination for each code
+                mapping.update((low + i, utf16(t)) for i, t in enumerate(to[:high - low + 1]) if isinstance(t, bytes))
+            elif isinstance(to, bytes):  # the first code's text; the next codes count up from it
+                start, size = as_int(to), max(len(to), 1)
+                texts = (((start + c - low) % 256 ** size).to_bytes(size, "big") for c in range(low, high + 1))
+                mapping.update((c, utf16(t)) for c, t in zip(range(low, high + 1), texts))
+            else:
+                mapping.update((c, to + c - low) for c in range(low, high + 1))
+        pdf.check_time()
+    return tuple(ranges) or ((2, 0, 0xFFFF),), mapping
+
+
+def show_codes(font, string):
+    """Return (text, width in text space, codes, single-byte spaces) of a string shown in a font."""
+    known = font.shown.get(string)
+    if known:
+        return known
+    if font.code_bytes == 1:
+        codes = string
+    elif font.code_bytes == 2:
+        codes = struct.unpack(f">{len(string) // 2}H", string[:len(string) // 2 * 2])
+    else:  # codes of several lengths: at each byte, the first codespace range the bytes from it fall in
+        codes, i = [], 0
+        while i < len(string):
+            size = next((n for n, low, high in font.ranges if low <= int.from_bytes(string[i:i + n], "big") <= high
+                         and i + n <= len(string)), 1)
+            codes.append(int.from_bytes(string[i:i + size], "big"))
+            i += size
+    text, widths, default = font.text, font.widths, font.default_width  # "\ufffd": a code without text
+    known = ("".join([text.get(c, "\ufffd") for c in codes]), sum([widths.get(c, default) for c in codes]),
+             len(codes), string.count(32) if font.code_bytes == 1 else 0)
+    font.shown[string] = known
+    return known
+
+
+# ---------------------------------------------------------------------------------------------------
+# Content streams -> spans. The text state follows ISO 32000-1 9.3-9.4: a glyph is drawn at its text
+# matrix times the current transformation matrix (cm); drawing it moves the text matrix by its width.
+# ---------------------------------------------------------------------------------------------------
+
+IDENTITY = (1, 0, 0, 1, 0, 0)
+PDF_STRING = rb"\(((?:[^()\\]|\\[\s\S])*)\)"  # a literal string without parentheses in it
+TEXT_ARRAY = re.compile(rb"\[((?:[^\[\]()\\]|" + PDF_STRING + rb")*)\]")  # the usual operand of TJ
+TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d*|\.\d+))")
+INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
+
+
+def multiply(m, n):
+    """Return the product of two PDF matrices (a b c d e f): m, then n."""
+    a, b, c, d, e, f = m
+    p, q, r, s, t, u = n
+    return a * p + b * r, a * q + b * s, c * p + d * r, c * q + d * s, e * p + f * r + t, e * q + f * s + u
+
+
+def run_content(pdf, data, resources, state, page, forms=()):
+    """Run a content stream: add the spans of text it draws, (start and end along the baseline, the
+    baseline's place down the page, font size, text), to page["spans"]; count images in page["images"].
+    It runs the forms it draws (Do) too, PDF_MAX_FORMS deep at most, never one inside itself."""
+    get = pdf.get
+    resources = get(resources) if isinstance(get(resources), dict) else {}
+    fonts, xobjects = get(resources.get("Font")) or {}, get(resources.get("XObject")) or {}
+    ctm, font, size, char_space, word_space, scale, leading = state
+    saved, operands, spans, tm, line_matrix, pos, count = [], [], page["spans"], IDENTITY, IDENTITY, 0, 0
+    while True:
+        m = PDF_TOKEN.match(data, pos)
+        if not m:
+            return
+        pos, kind = m.end(), m.lastindex
+        if kind != 7:  # an operand
+            if kind == 3:
+                operands.append(pdf_number(m[3]))
+            elif kind == 4:
+                operands.append(pdf_name(m[4]))
+            elif kind == 5:
+                operands.append(hex_string(m[5]))
+            elif m[6] == b"(":
+                string, pos = literal(data, pos)
+                operands.append(string)
+            elif m[6] in (b"[", b"<<"):
+                array = TEXT_ARRAY.match(data, m.start(6))  # a quicker way to read TJ's array
+                if array:
+                    pos = array.end()
+                    operands.append([hex_string(i[1]) if i.lastindex == 1 else unescape(i[2]) if i.lastindex == 2
+                                     else pdf_number(i[3]) for i in TEXT_ARRAY_ITEM.finditer(array[1])])
+                else:
+                    value, pos = pdf_parse(data, m.start(6))
+                    operands.append(value)
+            continue
+        op, count = m[7], count + 1
+        if count % 4096 == 0:
+            pdf.check_time()
+        try:
+            if op in (b"Tj", b"TJ", b"'", b'"'):
+                if op == b'"':
+                    word_space, char_space = operands[0], operands[1]
+                if op in (b"'", b'"'):  # to the next line first
+                    tm = line_matrix = multiply((1, 0, 0, 1, 0, -leading), line_matrix)
+                pieces, advance, apart = [], 0.0, True  # pieces: [start, end, texts] along the baseline
+                for item in operands[-1] if op == b"TJ" else operands[-1:]:
+                    if isinstance(item, bytes):
+                        text, width, codes, spaces = show_codes(font, item)
+                        end = advance + (width * size + char_space * codes + word_space * spaces) * scale
+                        if apart:
+                            pieces.append([advance, end, [text]])
+                        else:
+                            pieces[-1][1] = end
+                            pieces[-1][2].append(text)
+                        advance, apart = end, False
+                    elif isinstance(item, (int, float)):  # in thousandths of the font size, backwards
+                        shift = -item / 1000 * size * scale
+                        advance += shift
+                        apart = apart or shift > PDF_WORD_GAP * size  # a space: what follows is a new piece
+                a, b, c, d, e, f = multiply(tm, ctm)
+                across = (a * a + b * b) ** 0.5  # the text direction on the page: (a, b) / across
+                if across:
+                    height = abs(a * d - b * c) / across  # the font's height on the page, per unit of size
+                    u, v = (e * a + f * b) / across, (e * b - f * a) / across * (1 if a * d >= b * c else -1)
+                    spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts))
+                              for s, t, texts in pieces]
+                    if len(spans) > PDF_MAX_SPANS:
+                        raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
+                tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+            elif op in (b"Td", b"TD", b"T*"):
+                if op == b"TD":
+                    leading = -operands[1]
+                move = (operands[0], operands[1]) if op != b"T*" else (0, -leading)
+                tm = line_matrix = multiply((1, 0, 0, 1, *move), line_matrix)
+            elif op == b"Tm":
+                tm = line_matrix = tuple(float(operands[i]) for i in range(6))
+            elif op == b"Tf":
+                font, size = font_of(pdf, fonts, operands[0]), operands[1]
+            elif op == b"BT":
+                tm = line_matrix = IDENTITY
+            elif op == b"Tc":
+                char_space = operands[0]
+            elif op == b"Tw":
+                word_space = operands[0]
+            elif op == b"Tz":
+                scale = operands[0] / 100
+            elif op == b"TL":
+                leading = operands[0]
+            elif op == b"cm":
+                ctm = multiply(tuple(float(operands[i]) for i in range(6)), ctm)
+            elif op == b"q" and len(saved) < 256:
+                saved.append((ctm, font, size, char_space, word_space, scale, leading))
+            elif op == b"Q" and saved:
+                ctm, font, size, char_space, word_space, scale, leading = saved.pop()
+            elif op == b"Do":
+                ref = xobjects.get(operands[0])
+                xobject = get(ref)
+                subtype = get(xobject.info.get("Subtype")) if isinstance(xobject, Stream) else None
+                page["images"] += subtype == "Image"
+                if subtype == "Form" and len(forms) < PDF_MAX_FORMS and ref not in forms:
+                    pdf.check_time()
+                    matrix = get(xobject.info.get("Matrix")) or IDENTITY
+                    matrix = tuple(float(get(matrix[i])) for i in range(6))
+                    inner = (multiply(matrix, ctm), font, size, char_space, word_space, scale, leading)
+                    inner_resources = xobject.info.get("Resources") or resources
+                    run_content(pdf, pdf.decode(xobject), inner_resources, inner, page, forms + (ref,))
+            elif op == b"BI":  # an inline image: skip its bytes, which may look like anything
+                end = INLINE_IMAGE_END.search(data, data.find(b"ID", pos) + 3)
+                pos = end.end() if end else len(data)
+                page["images"] += 1
+        except (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError):
+            pass  # an operator with wrong operands is skipped, as viewers do
+        operands.clear()
+
+
+def font_of(pdf, fonts, font_name):
+    """Return the Font that a resource name stands for, read once per file."""
+    ref = fonts.get(font_name)
+    key = ref if isinstance(ref, Ref) else id(ref)
+    if key not in pdf.fonts:
+        font = pdf.get(ref)
+        try:
+            pdf.fonts[key] = load_font(pdf, font)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):  # a broken font: its text is
+            name = str(pdf.get(font.get("BaseFont"))) if isinstance(font, dict) else str(font_name)  # reported
+            pdf.fonts[key] = Font(name, 1, ((1, 0, 255),), {}, {}, 0.5)
+    return pdf.fonts[key]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Spans -> text. Spans drawn one after another on about one baseline make a line, read left to right;
+# a gap wider than a space between them is a space. Lines keep their drawing order, except that where
+# lines share a wide gap (a gutter: columns drawn line by line), they are read one column after the
+# other. A line spacing clearly wider than usual, or a new font size, starts a paragraph.
+# ---------------------------------------------------------------------------------------------------
+
+PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
+         0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st", **dict.fromkeys(range(10)), **dict.fromkeys(range(11, 32)),
+         **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0x2F00, 0x2FD6)}}  # Kangxi radicals: 日
+PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own pictures, as Word's bullets
+RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic
+
+
+def page_layout(spans):
+    """Return the text of a page from its spans: lines, and a blank line between paragraphs."""
+    lines, last = [], None
+    for span in spans:
+        if last and abs(span[2] - last[2]) <= PDF_LINE_SHIFT * max(span[3], last[3]):
+            lines[-1].append(span)
+        else:
+            lines.append([span])
+        last = span
+    segments = []  # a line's parts between gaps that may be gutters: [start, end, baseline, size, texts, line]
+    for number, line in enumerate(lines):
+        segment = None
+        for start, end, down, size, text in sorted(line, key=lambda span: span[0]):
+            if segment and start - segment[1] <= PDF_COLUMN_GAP * max(size, segment[3]):
+                if start - segment[1] > PDF_WORD_GAP * size and not (segment[4][-1][-1:] + text[:1]).isspace():
+                    segment[4].append(" ")
+                segment[4].append(text)
+                segment[1] = max(segment[1], end)
+                if size > segment[3]:  # a line's baseline is that of its largest text, not of a superscript
+                    segment[2:4] = down, size
+            else:
+                segment = [start, end, down, size, [text], number]
+                segments.append(segment)
+    lines = []  # [text, baseline, size, line number]
+    for segment in read_columns(segments):
+        text = re.sub(" +", " ", PRIVATE_USE.sub("", "".join(segment[4]).translate(PDF_CLEAN))).strip()
+        if re.search(f"[{RIGHT_TO_LEFT}]", text):  # drawn left to right, read from the right: turn it,
+            text = re.sub(f"[^{RIGHT_TO_LEFT}\\s]+", lambda m: m[0][::-1], text[::-1])  # but not numbers
+        if lines and lines[-1][3] == segment[5]:  # the next segment of the same line
+            lines[-1][0] += " " + text
+        elif text:
+            lines.append([text, segment[2], segment[3], segment[5]])
+    return pdf_paragraphs(lines)
+
+
+def read_columns(segments):
+    """Return the segments in reading order: where many lines of text have a gap at the same place (a
+    gutter), the segments between two that cross a gutter are read column by column, in drawing order."""
+    by_line = {}
+    for segment in segments:
+        by_line.setdefault(segment[5], []).append(segment)
+    gaps = [(a[1], b[0]) for line in by_line.values() for a, b in zip(line, line[1:])
+            if min(a[1] - a[0], b[1] - b[0]) >= PDF_COLUMN_WIDTH * a[3]]
+    need = max(3, len(gaps) // 2)  # lines that must share a gap to make it a gutter
+    gutters, depth, opened = [], 0, None
+    for x, step in sorted([(a, 1) for a, b in gaps] + [(b, -1) for a, b in gaps]) if len(gaps) >= need else ():
+        depth += step  # how many gaps cover x
+        if depth >= need and opened is None:
+            opened = x
+        elif depth < need and opened is not None:
+            gutters.append((opened + x) / 2)
+            opened = None
+    if not gutters:
+        return segments
+    column = lambda segment: sum(g < segment[0] for g in gutters)
+    ordered, block = [], []
+    for segment in segments:
+        if any(segment[0] < g < segment[1] for g in gutters):  # it crosses a gutter: a title, say
+            ordered += sorted(block, key=column) + [segment]
+            block = []
+        else:
+            block.append(segment)
+    return ordered + sorted(block, key=column)
+
+
+def pdf_paragraphs(lines):
+    """Return lines as text: a blank line where the baseline moves down by clearly more than usual (the
+    median step, in font sizes), moves up (a new column), or the font size changes. A line that ends
+    in "-" is joined to the next one's first word, as pdftotext does."""
+    steps = sorted((b[1] - a[1]) / a[2] for a, b in zip(lines, lines[1:]) if b[1] > a[1] and a[2] > 0)
+    usual = steps[len(steps) // 2] if len(steps) > 2 else 1.2  # too few lines: the usual 120% of the size
+    out = []
+    for i, (text, down, size, _) in enumerate(lines):
+        if i:
+            step, before = down - lines[i - 1][1], lines[i - 1][2]
+            resized = abs(size - before) > 0.15 * max(size, before)  # a heading, say
+            if step < 0 or step > usual * PDF_PARAGRAPH_GAP * before or resized:
+                out.append("")
+            elif out[-1].endswith("-") and len(out[-1]) > 1:
+                word, _, text = text.partition(" ")
+                out[-1] = out[-1][:-1] + word
+                if not text:
+                    continue
+        out.append(text)
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reader: a PDF file -> the text of each page.
+# ---------------------------------------------------------------------------------------------------
+
+def pdf_pages(data, path):
+    """Return the text of each page of a PDF in page order ("" for a page without text). Raise
+    RagError when the file has to be skipped; warn once about pages or fonts whose text is missing."""
+    if b"%PDF-" not in data[:1024]:
+        raise RagError("not a PDF (no %PDF- header)")
+    try:
+        pdf = PdfFile(data)
+        texts, scans, broken = [], [], []
+        for number, (page, resources) in enumerate(page_list(pdf), 1):
+            drawn = {"spans": [], "images": 0}
+            try:
+                contents = pdf.get(page.get("Contents"))
+                streams = [pdf.get(s) for s in (contents if isinstance(contents, list) else [contents])]
+                content = b"\n".join(pdf.decode(s) for s in streams if isinstance(s, Stream))
+                run_content(pdf, content, resources, (IDENTITY, None, 0, 0, 0, 1, 0), drawn)
+                draw_annotations(pdf, page, drawn)
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
+                broken.append(number)  # the text before the damage is kept
+            texts.append(page_layout(drawn["spans"]))
+            scans += [number] if drawn["images"] and not texts[-1] else []
+    except RagError as e:
+        raise RagError(f"{e}") from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error, OverflowError) as e:
+        raise RagError(f"a damaged PDF ({type(e).__name__}: {e}); repair it: qpdf in.pdf out.pdf") from None
+    unmapped = sorted({font.name for font in pdf.fonts.values() if font and unmapped_share(font) > 0.1})
+    if not texts:
+        raise RagError("no pages found (a damaged PDF?); repair it: qpdf in.pdf out.pdf")
+    if not any(texts) and unmapped:
+        raise RagError(f"its fonts ({', '.join(unmapped)}) have no Unicode map: OCR it to get its text")
+    if not any(texts):
+        raise RagError("no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf")
+    problems = []
+    if scans:
+        one = len(scans) == 1
+        problems.append(f"p. {page_ranges(scans)} {'has' if one else 'have'} no text: OCR {'it' if one else 'them'} first")
+    if broken:
+        problems.append(f"p. {page_ranges(broken)} could not be read to the end (damaged content)")
+    if unmapped:
+        problems.append(f"the text in font {', '.join(unmapped)} has no Unicode map: it is left out")
+    if problems:
+        warn(f"{path}: " + "; ".join(problems))
+    return texts
+
+
+def draw_annotations(pdf, page, drawn):
+    """Run the appearances of a page's visible annotations (filled-in form fields, comments), each
+    scaled from its bounding box onto its rectangle on the page (ISO 32000-1 12.5.5)."""
+    get = pdf.get
+    for annotation in get(page.get("Annots")) or []:
+        annotation = get(annotation)
+        try:
+            if int(get(annotation.get("F", 0))) & 34:  # hidden (2) or not to be shown (32)
+                continue
+            appearance = get(get(annotation.get("AP")).get("N"))
+            if isinstance(appearance, dict):  # one appearance per state, as a check box has
+                appearance = get(appearance.get(get(annotation.get("AS"))))
+            (x0, y0, x1, y1), (r0, s0, r1, s1) = [[float(get(v)) for v in get(box)[:4]]
+                                                  for box in (appearance.info.get("BBox"), annotation.get("Rect"))]
+            scale_x, scale_y = (r1 - r0) / ((x1 - x0) or 1), (s1 - s0) / ((y1 - y0) or 1)
+            fit = (scale_x, 0, 0, scale_y, r0 - x0 * scale_x, s0 - y0 * scale_y)
+            state = (fit, None, 0, 0, 0, 1, 0)
+            run_content(pdf, pdf.decode(appearance), appearance.info.get("Resources"), state, drawn)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            continue  # an annotation without an appearance
+
+
+def unmapped_share(font):
+    """Return the share of the codes shown in a font that had no text."""
+    shown = [text for text, _, _, _ in font.shown.values()]
+    return sum(text.count("\ufffd") for text in shown) / max(1, sum(map(len, shown)))
+
+
+def page_ranges(numbers):
+    """Return page numbers as ranges. Example: [3, 4, 5, 7] -> "3-5, 7"."""
+    runs = []
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
+
+
+def page_list(pdf):
+    """Return (page dictionary, its resources) for each page in order, from the page tree; a node's
+    resources are inherited by the nodes below it. Each node is visited once: a loop in the tree ends."""
+    root = pdf.get(pdf.trailer.get("Root"))
+    todo, seen, pages = [(root.get("Pages") if isinstance(root, dict) else None, None)], set(), []
+    while todo:
+        ref, resources = todo.pop()
+        if isinstance(ref, Ref) and (ref.num in seen or seen.add(ref.num)):
+            continue
+        node = pdf.get(ref)
+        if not isinstance(node, dict):
+            continue
+        resources, kids = node.get("Resources", resources), pdf.get(node.get("Kids"))
+        if isinstance(kids, list) and node.get("Type") != "Page":
+            todo += [(kid, resources) for kid in reversed(kids)]
+        elif node.get("Type") == "Page" or "Contents" in node:
+            pages.append((node, resources))
+        pdf.check_time()
+    return pages
+
+
+READERS[".pdf"] = lambda data, path: page_paragraphs(pdf_pages(data, path))
+
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Run: python3 -m unittest -v test_rag
 """
 
+import base64
 import contextlib
+import hashlib
 import http.server
 import io
 import itertools
@@ -2612,6 +2614,629 @@ class OpenAiServerTest(unittest.TestCase):
                               r"embedding its first \d{3} characters only\n)+$")
 
 
+# ----------------------------------------------------------------------------------------- Appendix: reading PDF
+
+# A small PDF writer: numbered objects, then a cross-reference table (or stream) and a trailer.
+# ---------------------------------------------------------------------------------------------------
+
+COURIER = b"<</Type/Font/Subtype/Type1/BaseFont/Courier/Encoding/WinAnsiEncoding>>"  # 0.6 em a glyph
+
+
+def stream(info, data):
+    """Return a stream object: its dictionary's entries (without << >>) and its data."""
+    return info, data
+
+
+def body(obj):
+    """Return the bytes of an object: a stream gets its /Length."""
+    if isinstance(obj, tuple):
+        return b"<<%s/Length %d>>stream\n%s\nendstream" % (obj[0], len(obj[1]), obj[1])
+    return obj
+
+
+def write_pdf(objects, trailer=b"", head=b"%PDF-1.7\n", xref=True):
+    """Return a PDF whose object i+1 is objects[i], with a cross-reference table and a trailer."""
+    out, offsets = bytearray(head), []
+    for num, obj in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (num, body(obj))
+    at = len(out)
+    if xref:
+        out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+        out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<</Size %d/Root 1 0 R%s>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, at)
+    return bytes(out)
+
+
+def one_page(content, fonts=b"/F1 4 0 R", extra=(), info=b""):
+    """Return the objects of a one-page PDF: catalog, pages, page, font 4 (Courier), content 5, extra 6..."""
+    return [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+            b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<<%s>>%s>>/Contents 5 0 R>>" % (fonts, info),
+            COURIER, stream(b"", content), *extra]
+
+
+def text_of(objects, **kw):
+    """Return the text of every page of the PDF written from objects, and what was warned."""
+    return quiet_pages(write_pdf(objects, **kw))
+
+
+def lzw_encode(data):
+    """Return data LZW-encoded with 9-bit codes (enough for short inputs: the table stays under 512)."""
+    table, word, codes = {bytes([i]): i for i in range(256)}, b"", [256]
+    for byte in data:
+        if word + bytes([byte]) in table:
+            word += bytes([byte])
+        else:
+            codes.append(table[word])
+            table[word + bytes([byte])] = len(table) + 2
+            word = bytes([byte])
+    codes += [table[word], 257]
+    bits = "".join(f"{c:09b}" for c in codes)
+    bits += "0" * (-len(bits) % 8)
+    return bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8))
+
+
+def png_encode(data, columns, kind):
+    """Return rows of data with a PNG filter byte: 1 Sub, 2 Up, 3 Average, 4 Paeth (RFC 2083 6)."""
+    out, above = bytearray(), bytes(columns)
+    for i in range(0, len(data), columns):
+        row, coded = data[i:i + columns], bytearray([kind])
+        for j, x in enumerate(row):
+            left, up, corner = row[j - 1] if j else 0, above[j], above[j - 1] if j else 0
+            guess = left + up - corner
+            paeth = min((abs(guess - left), 0, left), (abs(guess - up), 1, up), (abs(guess - corner), 2, corner))[2]
+            coded.append((x - {1: left, 2: up, 3: (left + up) // 2, 4: paeth}[kind]) & 255)
+        out += coded
+        above = row
+    return bytes(out)
+
+
+def rc4(key, data):
+    """RC4, written again here so that encryption is tested against a second implementation."""
+    s, j, out, i = list(range(256)), 0, bytearray(), 0
+    for i in range(256):
+        j = (j + s[i] + key[i % len(key)]) % 256
+        s[i], s[j] = s[j], s[i]
+    i = j = 0
+    for byte in data:
+        i = (i + 1) % 256
+        j = (j + s[i]) % 256
+        s[i], s[j] = s[j], s[i]
+        out.append(byte ^ s[(s[i] + s[j]) % 256])
+    return bytes(out)
+
+
+PAD = rag.PASSWORD_PADDING
+
+
+def aes_encrypt(key, iv, data):
+    return rag.aes_cbc(key, iv, data)
+
+
+def aes_decrypt(key, iv, data):
+    return rag.aes_cbc(key, iv, data, decrypting=True)
+
+
+FILE_ID = b"0123456789abcdef"
+
+
+def standard_key(password, owner, revision, length):
+    """Return the file key of Algorithm 2 for a user password (P is -4, the ID is FILE_ID)."""
+    key = hashlib.md5((password + PAD)[:32] + owner + struct.pack("<i", -4) + FILE_ID).digest()
+    for _ in range(50 if revision >= 3 else 0):
+        key = hashlib.md5(key[:length]).digest()
+    return key[:length]
+
+
+def user_entry(key, revision):
+    """Return /U for a file key: the padding encrypted (revision 2), or its hash with the ID 20 times."""
+    if revision == 2:
+        return rc4(key, PAD)
+    user = hashlib.md5(PAD + FILE_ID).digest()
+    for i in range(20):
+        user = rc4(bytes(b ^ i for b in key), user)
+    return user + bytes(16)
+
+
+def with_encryption(objects, lock, encrypt):
+    """Return a PDF of objects whose stream data lock(object number, data) encrypts, and an /Encrypt."""
+    objects = [(obj[0], lock(num, obj[1])) if isinstance(obj, tuple) else obj for num, obj in enumerate(objects, 1)]
+    trailer = b"/Encrypt %d 0 R/ID[<%s><%s>]" % (len(objects) + 1, FILE_ID.hex().encode(), FILE_ID.hex().encode())
+    return write_pdf(objects + [encrypt], trailer=trailer)
+
+
+def encrypted_rc4(objects, revision, password=b"", owner_password=None):
+    """Return a PDF of objects encrypted with RC4 (revision 2: 40 bits, 3: 128 bits) for a user password,
+    and an owner password if one is given (else /O is made up)."""
+    length, owner = (5 if revision == 2 else 16), b"\x01" * 32
+    if owner_password is not None:  # Algorithm 3: /O is the user password encrypted with the owner's
+        owner_key = hashlib.md5((owner_password + PAD)[:32]).digest()
+        for _ in range(50 if revision == 3 else 0):
+            owner_key = hashlib.md5(owner_key).digest()
+        owner = (password + PAD)[:32]
+        for i in range(20 if revision == 3 else 1):
+            owner = rc4(bytes(b ^ i for b in owner_key[:length]), owner)
+    key = standard_key(password, owner, revision, length)
+    def lock(num, data):
+        return rc4(hashlib.md5(key + struct.pack("<i", num)[:3] + b"\0\0").digest()[:length + 5], data)
+    return with_encryption(objects, lock, b"<</Filter/Standard/V %d/R %d/Length %d/O<%s>/U<%s>/P -4>>" % (
+        1 if revision == 2 else 2, revision, length * 8, owner.hex().encode(), user_entry(key, revision).hex().encode()))
+
+
+def pkcs7(data):
+    """Return data padded to whole 16-byte blocks, each added byte the count added."""
+    return data + bytes([16 - len(data) % 16]) * (16 - len(data) % 16)
+
+
+def encrypted_aes(objects, bits):
+    """Return a PDF of objects encrypted with AES-128 (V4) or AES-256 (V5, revision 6), empty password."""
+    iv = bytes(range(16))
+    if bits == 128:
+        owner = b"\x02" * 32
+        key = standard_key(b"", owner, 4, 16)
+        def lock(num, data):
+            object_key = hashlib.md5(key + struct.pack("<i", num)[:3] + b"\0\0sAlT").digest()
+            return iv + aes_encrypt(object_key, iv, pkcs7(data))
+        return with_encryption(objects, lock, b"<</Filter/Standard/V 4/R 4/Length 128/CF<</StdCF<</CFM/AESV2"
+                               b"/Length 16>>>>/StmF/StdCF/StrF/StdCF/O<%s>/U<%s>/P -4>>" % (
+                                   owner.hex().encode(), user_entry(key, 4).hex().encode()))
+    key, salts = bytes(range(32)), b"vsaltvsaksaltksa"  # Algorithms 8 and 10 of ISO 32000-2
+    user = rag.password_hash(b"", salts[:8], b"", 6) + salts
+    user_key = aes_encrypt(rag.password_hash(b"", salts[8:], b"", 6), bytes(16), key)
+    perms = aes_encrypt(key, bytes(16), struct.pack("<i", -4) + b"\xff\xff\xff\xffTadbxxxx")
+    hexes = [x.hex().encode() for x in (b"\x03" * 48, user, b"\x04" * 32, user_key, perms)]
+    return with_encryption(objects, lambda num, data: iv + aes_encrypt(key, iv, pkcs7(data)),
+                           b"<</Filter/Standard/V 5/R 6/Length 256/CF<</StdCF<</CFM/AESV3/Length 32>>>>/StmF/StdCF"
+                           b"/StrF/StdCF/O<%s>/U<%s>/OE<%s>/UE<%s>/Perms<%s>/P -4>>" % tuple(hexes))
+
+
+def quiet_pages(data):
+    """Return rag.pdf_pages(data) with warnings captured: (pages, warnings)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        pages = rag.pdf_pages(data, "t.pdf")
+    return pages, err.getvalue()
+
+
+HELLO = b"BT /F1 10 Tf 72 700 Td (Hello world) Tj ET"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Objects and the file structure.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfObjectsTest(unittest.TestCase):
+    def test_parse_reads_each_kind_of_object(self):
+        cases = [(b"42", 42), (b"-3.5", -3.5), (b".5", 0.5), (b"/A#20B", "A B"), (b"(a\\(b\\)\\101\\\n)", b"a(b)A"),
+                 (b"(x (nested) y)", b"x (nested) y"), (b"<48 65 6>", b"He`"), (b"[1 2 0 R /N]", [1, rag.Ref(2, 0), "N"]),
+                 (b"<</K [true false null]>>", {"K": [True, False, None]}), (b"% comment\n7", 7)]
+        for source, expected in cases:
+            with self.subTest(source=source):
+                self.assertEqual(rag.pdf_parse(source)[0], expected)
+
+    def test_huge_numbers_are_clamped(self):
+        self.assertEqual(rag.pdf_parse(b"9" * 5000)[0], rag.PDF_MAX_NUMBER)
+        self.assertEqual(rag.pdf_parse(b"-" + b"9" * 40 + b".5")[0], -rag.PDF_MAX_NUMBER)
+
+    def test_deep_nesting_is_a_rag_error_not_a_crash(self):
+        with self.assertRaises(rag.RagError):
+            rag.pdf_parse(b"[" * 100000)
+
+
+class PdfFileTest(unittest.TestCase):
+    def test_reads_a_classic_cross_reference_table(self):
+        self.assertEqual(text_of(one_page(HELLO))[0], ["Hello world"])
+
+    def test_incremental_update_newest_object_wins(self):
+        first = write_pdf(one_page(HELLO))
+        update = stream(b"", b"BT /F1 10 Tf 72 700 Td (Goodbye) Tj ET")
+        at = len(first)
+        first += b"5 0 obj\n%s\nendobj\n" % body(update)
+        xref = len(first)
+        prev = first.rindex(b"startxref\n") + len(b"startxref\n")
+        first += b"xref\n5 1\n%010d 00000 n \ntrailer\n<</Size 6/Root 1 0 R/Prev %s>>\nstartxref\n%d\n%%%%EOF\n" % (
+            at, first[prev:].split()[0], xref)
+        self.assertEqual(quiet_pages(first)[0], ["Goodbye"])
+
+    def test_wrong_offsets_are_recovered_by_scanning(self):
+        data = write_pdf(one_page(HELLO)).replace(b"0000000009 00000 n", b"0000000099 00000 n")
+        self.assertEqual(quiet_pages(data)[0], ["Hello world"])
+
+    def test_missing_cross_reference_is_recovered(self):
+        data = write_pdf(one_page(HELLO), xref=False)
+        data = data[:data.index(b"trailer")] + b"trailer\n<</Root 1 0 R>>\n%%EOF\n"
+        self.assertEqual(quiet_pages(data)[0], ["Hello world"])
+
+    def test_no_trailer_at_all_finds_the_catalog(self):
+        data = write_pdf(one_page(HELLO), xref=False)
+        self.assertEqual(quiet_pages(data[:data.index(b"trailer")])[0], ["Hello world"])
+
+    def test_cross_reference_stream_and_object_stream(self):
+        objects = one_page(HELLO)
+        inside = [objects[0], objects[1], objects[3]]  # catalog, pages, font: in object stream 6
+        header = packed = b""
+        for num, obj in zip((1, 2, 4), inside):
+            header += b"%d %d " % (num, len(packed))
+            packed += obj + b"\n"
+        out = bytearray(b"%PDF-1.7\n")
+        offsets = {}
+        for num, obj in ((3, objects[2]), (5, objects[4]),
+                         (6, stream(b"/Type/ObjStm/N 3/First %d/Filter/FlateDecode" % len(header),
+                                    zlib.compress(header + packed)))):
+            offsets[num] = len(out)
+            out += b"%d 0 obj\n%s\nendobj\n" % (num, body(obj))
+        offsets[7] = len(out)
+        rows = b"".join(bytes([t]) + struct.pack(">I", f2)[1:] + bytes([f3]) for t, f2, f3 in
+                        [(0, 0, 255), (2, 6, 0), (2, 6, 1), (1, offsets[3], 0), (2, 6, 2), (1, offsets[5], 0),
+                         (1, offsets[6], 0), (1, offsets[7], 0)])
+        rows = png_encode(rows, 5, 2)  # the usual "Up" predictor of cross-reference streams
+        out += b"7 0 obj\n%s\nendobj\nstartxref\n%d\n%%%%EOF\n" % (body(stream(
+            b"/Type/XRef/Size 8/W[1 3 1]/Root 1 0 R/Filter/FlateDecode/DecodeParms<</Predictor 12/Columns 5>>",
+            zlib.compress(rows))), offsets[7])
+        self.assertEqual(quiet_pages(bytes(out))[0], ["Hello world"])
+
+    def test_page_tree_order_and_inherited_resources(self):
+        objects = [b"<</Type/Catalog/Pages 2 0 R>>",
+                   b"<</Type/Pages/Kids[6 0 R 3 0 R]/Count 2/Resources<</Font<</F1 4 0 R>>>>>>",
+                   b"<</Type/Page/Parent 2 0 R/Contents 5 0 R>>", COURIER,
+                   stream(b"", b"BT /F1 10 Tf 72 700 Td (second) Tj ET"),
+                   b"<</Type/Pages/Kids[7 0 R]/Count 1/Parent 2 0 R>>",
+                   b"<</Type/Page/Parent 6 0 R/Contents 8 0 R>>",
+                   stream(b"", b"BT /F1 10 Tf 72 700 Td (first) Tj ET")]
+        self.assertEqual(text_of(objects)[0], ["first", "second"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Filters.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfFiltersTest(unittest.TestCase):
+    def content_as(self, filters, data):
+        objects = one_page(b"")
+        objects[4] = stream(b"/Filter" + filters, data)
+        return quiet_pages(write_pdf(objects))[0]
+
+    def test_each_filter_decodes_a_content_stream(self):
+        runs = b"".join(bytes([len(HELLO[i:i + 7]) - 1]) + HELLO[i:i + 7] for i in range(0, len(HELLO), 7))
+        cases = [(b"/FlateDecode", zlib.compress(HELLO)), (b"/ASCII85Decode", base64.a85encode(HELLO, adobe=True)),
+                 (b"/ASCIIHexDecode", HELLO.hex().encode() + b">"), (b"/LZWDecode", lzw_encode(HELLO)),
+                 (b"/RunLengthDecode", runs + b"\x80"), (b"/Fl", zlib.compress(HELLO)),
+                 (b"[/AHx/FlateDecode]", zlib.compress(HELLO).hex().encode() + b">")]
+        for filters, data in cases:
+            with self.subTest(filters=filters):
+                self.assertEqual(self.content_as(filters, data), ["Hello world"])
+
+    def test_run_length_repeats_a_byte(self):
+        self.assertEqual(rag.run_length(rag.PdfFile(write_pdf(one_page(HELLO))), b"\xfeA\x01BC\x80", {}), b"AAABC")
+
+    def test_lzw_matches_the_example_of_the_pdf_reference(self):
+        data = rag.lzw(rag.PdfFile(write_pdf(one_page(HELLO))), bytes.fromhex("800B6050220C0C8501"), {})
+        self.assertEqual(data, b"-----A---B")
+
+    def test_png_predictors_are_undone(self):
+        data = bytes(range(7, 250, 3)) * 2
+        reader = rag.PdfFile(write_pdf(one_page(HELLO)))
+        for kind in (1, 2, 3, 4):
+            with self.subTest(predictor=kind):
+                self.assertEqual(rag.unpredict(reader, png_encode(data, 9, kind), {"Predictor": 12, "Columns": 9}), data)
+
+    def test_damaged_flate_stream_keeps_the_text_before_the_damage(self):
+        packed = zlib.compressobj(0)  # stored blocks: the text comes out before the damage is found
+        data = packed.compress(HELLO + b" " * 200) + packed.flush(zlib.Z_FULL_FLUSH) + b"\xff" * 20
+        self.assertEqual(self.content_as(b"/FlateDecode", data), ["Hello world"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Encryption.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfEncryptionTest(unittest.TestCase):
+    def test_aes_matches_fips_197_appendix_c(self):
+        plain = bytes.fromhex("00112233445566778899aabbccddeeff")
+        for key, cipher in [("000102030405060708090a0b0c0d0e0f", "69c4e0d86a7b0430d8cdb78070b4c55a"),
+                            ("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+                             "8ea2b7ca516745bfeafc49904b496089")]:
+            with self.subTest(bits=len(key) * 4):
+                self.assertEqual(aes_encrypt(bytes.fromhex(key), bytes(16), plain).hex(), cipher)
+                self.assertEqual(aes_decrypt(bytes.fromhex(key), bytes(16), bytes.fromhex(cipher)), plain)
+
+    def test_aes_cbc_round_trip_chains_blocks(self):
+        key, iv, data = bytes(range(16)), bytes(range(16, 32)), bytes(range(256)) * 3
+        self.assertEqual(aes_decrypt(key, iv, aes_encrypt(key, iv, data)), data)
+
+    def test_rc4_matches_a_known_vector(self):
+        self.assertEqual(rag.rc4(b"Key", b"Plaintext").hex(), "bbf316e8d940af0ad3")
+
+    def test_empty_user_password_files_are_read(self):
+        objects = one_page(HELLO)
+        for label, data in [("RC4 40", encrypted_rc4(objects, 2)), ("RC4 128", encrypted_rc4(objects, 3)),
+                            ("AES-128", encrypted_aes(objects, 128)), ("AES-256", encrypted_aes(objects, 256))]:
+            with self.subTest(label):
+                self.assertEqual(quiet_pages(data)[0], ["Hello world"])
+
+    def test_an_empty_owner_password_opens_a_file_with_a_user_password(self):
+        data = encrypted_rc4(one_page(HELLO), 3, password=b"secret", owner_password=b"")
+        self.assertEqual(quiet_pages(data)[0], ["Hello world"])
+
+    def test_broken_encryption_entries_end_in_text_or_one_line(self):
+        aes = encrypted_aes(one_page(HELLO), 128)
+        at = aes.index(b"stream\n", aes.index(b"5 0 obj")) + 7
+        cases = [encrypted_rc4(one_page(HELLO), 3).replace(b"/Length 128", b"/Length 0"),
+                 encrypted_rc4(one_page(HELLO), 3).replace(b"/Length 128", b"/Length 99999999999"),
+                 encrypted_rc4(one_page(HELLO), 3).replace(b"/V 2", b"/V 9"),
+                 aes[:at] + b"\x01\x02" + aes[at + 2:], aes[:at + 9] + aes[at + 40:]]  # a bad block, a short one
+        for data in cases:
+            with self.subTest(data[-120:]):
+                try:
+                    quiet_pages(data)
+                except rag.RagError as e:
+                    self.assertNotIn("\n", str(e))
+
+    def test_a_file_that_needs_a_password_is_skipped_with_one_line(self):
+        with self.assertRaises(rag.RagError) as caught:
+            quiet_pages(encrypted_rc4(one_page(HELLO), 3, password=b"secret"))
+        self.assertIn("password-protected", str(caught.exception))
+        self.assertNotIn("\n", str(caught.exception))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fonts.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfFontsTest(unittest.TestCase):
+    def test_glyph_names(self):
+        cases = [("eacute", "é"), ("Aring", "Å"), ("uni00E9", "é"), ("uni00660069", "fi"), ("u1F600", "😀"),
+                 ("f_f_i", "ffi"), ("one.oldstyle", "1"), ("quoteright", "’"), ("fi", "fi"), ("nosuchglyph", "")]
+        for glyph, text in cases:
+            with self.subTest(glyph):
+                self.assertEqual(rag.glyph_text(glyph), text)
+
+    def test_glyph_names_without_text(self):
+        self.assertEqual([rag.glyph_text(g) for g in ("", ".notdef", "g123", "alpha", "Omega", "lambda")],
+                         ["", "", "", "α", "Ω", "λ"])
+
+    def test_symbol_font_without_a_map_is_left_out_with_a_warning(self):
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf (abg) Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
+                           extra=[b"<</Type/Font/Subtype/Type1/BaseFont/Symbol>>"])
+        pages, warned = text_of(objects)
+        self.assertEqual(pages, ["Hi"])
+        self.assertIn("Symbol", warned)
+
+    def test_numbered_glyphs_of_tex_type3_fonts(self):
+        self.assertEqual([rag.glyph_text(g, True) for g in ("a97", "a28", "a21")], ["a", "fi", "–"])
+
+    def test_standard_encoding_has_its_54_glyphs_above_160(self):
+        self.assertEqual(len([c for c in rag.base_encoding("StandardEncoding") if c > 160]), 54)
+
+    def test_winansi_with_differences(self):
+        font = b"<</Type/Font/Subtype/Type1/BaseFont/X/Encoding<</BaseEncoding/WinAnsiEncoding" \
+               b"/Differences[65/eacute/germandbls 128/fi]>>>>"
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (ABC\\200\\222\\351) Tj ET")
+        objects[3] = font
+        self.assertEqual(text_of(objects)[0], ["éßCfi’é"])
+
+    def test_embedded_type1_font_brings_its_own_encoding(self):
+        program = (b"%!PS-AdobeFont-1.0: CMR10\n/Encoding 256 array\ndup 12 /fi put\ndup 100 /d put\n"
+                   b"dup 110 /n put\ndup 0 /Gamma put\nreadonly def\n")  # TeX's OT1 encoding, in part
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (\\014nd) Tj 30 0 Td (\\000) Tj ET",
+                           extra=[b"<</Type/FontDescriptor/FontName/CMR10/FontFile 7 0 R>>",
+                                  stream(b"/Length1 %d" % len(program), program + b"currentfile eexec \x8f\x00")])
+        objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/CMR10/FontDescriptor 6 0 R>>"
+        self.assertEqual(text_of(objects)[0], ["find \u0393"])
+
+    def test_ligature_characters_become_letters(self):
+        cmap = b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange 2 beginbfchar <01> <FB01> " \
+               b"<02> <FB03> endbfchar endcmap"
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (\\001nd e\\002cient) Tj ET", extra=[stream(b"", cmap)])
+        objects[3] = b"<</Type/Font/Subtype/TrueType/BaseFont/X/ToUnicode 6 0 R>>"
+        self.assertEqual(text_of(objects)[0], ["find efficient"])
+
+    def test_to_unicode_bfchar_bfrange_and_arrays(self):
+        cmap = (b"/CIDInit /ProcSet findresource begin begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange "
+                b"1 beginbfchar <0001> <0048> endbfchar 2 beginbfrange <0010> <0015> <0061> "
+                b"<0020> <0021> [<00D8> <D83DDE00>] endbfrange endcmap")
+        font = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td <0001001400100013001300150020 0021> Tj ET",
+                           extra=[stream(b"", cmap), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/W[1[500]]>>"])
+        objects[3] = font
+        self.assertEqual(text_of(objects)[0], ["Headdf\u00d8😀"])
+
+    def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
+        ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
+        encoding = ranges + b"1 begincidrange <00> <80> 0 endcidrange 1 begincidrange <8140> <9FFC> 200 endcidrange endcmap"
+        to_text = ranges + b"2 beginbfchar <41> <0041> <82A0> <3042> endbfchar endcmap"  # A, and the kana a
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td <4182A041> Tj ET",
+                           extra=[stream(b"", encoding), stream(b"", to_text), b"<</Subtype/CIDFontType0/DW 500>>"])
+        objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding 6 0 R/ToUnicode 7 0 R/DescendantFonts[8 0 R]>>"
+        self.assertEqual(text_of(objects)[0], ["A\u3042A"])
+
+    def test_identity_h_widths_place_words(self):
+        """At 10 pt, /W makes code 1 (A) 5 pt wide and code 2 (B) 2.5 pt: A at 100, B at 105, A at 107.5."""
+        cmap = b"begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 2 beginbfchar " \
+               b"<0001> <0041> <0002> <0042> endbfchar endcmap"
+        content = (b"BT /F1 10 Tf 100 700 Td <0001> Tj 5 0 Td <0002> Tj 2.5 0 Td <0001> Tj "   # A, B touching, A after
+                   b"ET BT /F1 10 Tf 115 700 Td <0002> Tj ET")  # the A ends at 112.5: 0.25 em apart, a space
+        objects = one_page(content, extra=[stream(b"", cmap),
+                                            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000/W[1[500 250]]>>"])
+        objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
+        self.assertEqual(text_of(objects)[0], ["ABA B"])
+
+    def test_font_without_any_mapping_warns_once_and_leaves_no_mojibake(self):
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf <00050006> Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
+                           extra=[b"<</Type/Font/Subtype/Type0/BaseFont/Secret/Encoding/Identity-H/DescendantFonts[7 0 R]>>",
+                                  b"<</Type/Font/Subtype/CIDFontType2/BaseFont/Secret>>"])
+        pages, warned = text_of(objects)
+        self.assertEqual(pages, ["Hi"])
+        self.assertEqual(warned.count("\n"), 1)
+        self.assertIn("Secret", warned)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Content streams and layout.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfTextTest(unittest.TestCase):
+    def page(self, content):
+        return text_of(one_page(content))[0][0]
+
+    def test_tj_spacing_large_negative_offset_is_a_space(self):
+        self.assertEqual(self.page(b"BT /F1 10 Tf 72 700 Td [(Hel) 30 (lo) -400 (world) -50 (!)] TJ ET"), "Hello world!")
+
+    def test_td_and_tm_start_lines_and_t_star_uses_leading(self):
+        content = (b"BT /F1 10 Tf 12 TL 72 700 Td (one) Tj 0 -12 Td (two) Tj T* (three) Tj "
+                   b"1 0 0 1 72 664 Tm (four) Tj (') ' 5 6 (six) \" ET")
+        self.assertEqual(self.page(content), "one\ntwo\nthree\nfour\n'\nsix")
+
+    def test_separate_strings_on_one_baseline_join_by_gap(self):
+        """Courier: 0.6 em a glyph, at 10 pt "abc" ends 18 pt after it starts."""
+        content = b"BT /F1 10 Tf 72 700 Td (abc) Tj 18 0 Td (def) Tj 20 0 Td (ghi) Tj ET"
+        self.assertEqual(self.page(content), "abcdef ghi")
+
+    def test_cm_q_and_q_place_text(self):
+        content = b"q 1 0 0 1 0 -100 cm BT /F1 10 Tf 72 700 Td (low) Tj ET Q BT /F1 10 Tf 72 700 Td (high) Tj ET"
+        self.assertEqual(self.page(content), "low\n\nhigh")  # it moved up: a new paragraph
+
+    def test_tz_tc_and_tw_change_the_advance(self):
+        content = b"BT /F1 10 Tf 50 Tz 72 700 Td (ab) Tj 6 0 Td (cd) Tj ET"  # half as wide: "ab" ends at 6
+        self.assertEqual(self.page(content), "abcd")
+        content = b"BT /F1 10 Tf 5 Tw 72 700 Td (a b) Tj 23 0 Td (c) Tj ET"  # the space is 6 + 5 wide
+        self.assertEqual(self.page(content), "a bc")
+
+    def test_paragraph_gap_and_font_size_change_make_blank_lines(self):
+        content = (b"BT /F1 16 Tf 72 700 Td (Title) Tj /F1 10 Tf 0 -20 Td (line one) Tj 0 -12 Td (line two) Tj "
+                   b"0 -12 Td (line three) Tj 0 -24 Td (new paragraph) Tj ET")
+        self.assertEqual(self.page(content), "Title\n\nline one\nline two\nline three\n\nnew paragraph")
+
+    def test_hyphenated_line_end_is_joined(self):
+        content = b"BT /F1 10 Tf 12 TL 72 700 Td (an exam-) Tj T* (ple of it) Tj T* (ok) Tj ET"
+        self.assertEqual(self.page(content), "an example\nof it\nok")
+
+    def test_soft_hyphen_at_a_line_end_joins_too(self):
+        cmap = b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <2D> <00AD> endbfchar endcmap"
+        objects = one_page(b"BT /F2 10 Tf 12 TL 72 700 Td (exam-) Tj T* (ple) Tj ET", fonts=b"/F2 6 0 R",
+                           extra=[b"<</Type/Font/Subtype/TrueType/BaseFont/X/Encoding/WinAnsiEncoding/ToUnicode 7 0 R>>",
+                                  stream(b"", cmap)])
+        self.assertEqual(text_of(objects)[0], ["example"])
+
+    def test_superscript_stays_on_its_line(self):
+        content = b"BT /F1 10 Tf 72 700 Td (x) Tj /F1 6 Tf 6 4 Td (2) Tj /F1 10 Tf 3.6 -4 Td (+ y) Tj ET"
+        self.assertEqual(self.page(content), "x2+ y")
+
+    def test_two_columns_drawn_line_by_line_are_read_column_by_column(self):
+        rows = b"".join(b"1 0 0 1 72 %d Tm (left column, line %d) Tj 1 0 0 1 320 %d Tm (right column, line %d) Tj "
+                        % (700 - 12 * i, i, 700 - 12 * i, i) for i in range(6))
+        text = self.page(b"BT /F1 10 Tf " + rows + b"ET")
+        self.assertEqual(text.split("\n\n"), ["\n".join(f"left column, line {i}" for i in range(6)),
+                                             "\n".join(f"right column, line {i}" for i in range(6))])
+
+    def test_table_rows_drawn_cell_by_cell_stay_rows(self):
+        rows = b"".join(b"1 0 0 1 72 %d Tm (name %d) Tj 1 0 0 1 200 %d Tm (%d.5) Tj " % (700 - 12 * i, i, 700 - 12 * i, i)
+                        for i in range(6))
+        self.assertEqual(self.page(b"BT /F1 10 Tf " + rows + b"ET"), "\n".join(f"name {i} {i}.5" for i in range(6)))
+
+    def test_form_xobject_text_is_placed_by_its_matrix(self):
+        form = stream(b"/Type/XObject/Subtype/Form/BBox[0 0 100 100]/Matrix[1 0 0 1 0 -50]",
+                      b"BT /F1 10 Tf 72 700 Td (in form) Tj ET")
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (page) Tj ET /X1 Do", extra=[form], info=b"/XObject<</X1 6 0 R>>")
+        self.assertEqual(text_of(objects)[0], ["page\n\nin form"])
+
+    def test_right_to_left_text_drawn_left_to_right_is_read_from_the_right(self):
+        cmap = b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange 3 beginbfchar <01> <05E9> " \
+               b"<02> <05DC> <03> <05DD> endbfchar endcmap"  # shin, lamed, final mem: "shalom"
+        objects = one_page(b"BT /F2 10 Tf 72 700 Td <030201> Tj ( 42) Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
+                           extra=[b"<</Type/Font/Subtype/TrueType/BaseFont/X/ToUnicode 7 0 R>>", stream(b"", cmap)])
+        self.assertEqual(text_of(objects)[0], ["42 שלם"])
+
+    def test_form_field_values_come_from_annotation_appearances(self):
+        field = b"<</Type/Annot/Subtype/Widget/Rect[100 500 300 520]/AP<</N 7 0 R>>>>"
+        look = stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 20]/Resources<</Font<</F1 4 0 R>>>>",
+                      b"BT /F1 10 Tf 2 5 Td (Alice) Tj ET")
+        hidden = b"<</Type/Annot/Subtype/Widget/F 2/Rect[100 400 300 420]/AP<</N 7 0 R>>>>"
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Name:) Tj ET", extra=[field, look, hidden])
+        objects[2] = objects[2].replace(b"/Contents", b"/Annots[6 0 R 8 0 R]/Contents")
+        self.assertEqual(text_of(objects)[0], ["Name:\n\nAlice"])
+
+    def test_inline_image_bytes_are_skipped(self):
+        content = b"BI /W 2 /H 2 /BPC 8 /CS /G ID \x00(Tj) Tj\xff EI BT /F1 10 Tf 72 700 Td (after) Tj ET"
+        self.assertEqual(self.page(content), "after")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Whole files: scans, damaged and hostile input. Each ends in one rag.RagError line or in text, quickly.
+# ---------------------------------------------------------------------------------------------------
+
+class PdfHostileFilesTest(unittest.TestCase):
+    def assert_skipped(self, data, message):
+        with self.assertRaises(rag.RagError) as caught:
+            quiet_pages(data)
+        self.assertIn(message, str(caught.exception))
+        self.assertNotIn("\n", str(caught.exception))
+
+    def test_not_a_pdf(self):
+        self.assert_skipped(b"PK\x03\x04 a zip file", "not a PDF")
+
+    def test_scan_without_text(self):
+        image = stream(b"/Type/XObject/Subtype/Image/Width 1/Height 1/ColorSpace/DeviceGray/BitsPerComponent 8", b"\x80")
+        objects = one_page(b"q 612 0 0 792 0 0 cm /Im1 Do Q", extra=[image], info=b"/XObject<</Im1 6 0 R>>")
+        self.assert_skipped(write_pdf(objects), "no text layer (a scan?): OCR it first")
+
+    def test_some_scanned_pages_are_warned_about(self):
+        image = stream(b"/Type/XObject/Subtype/Image/Width 1/Height 1/BitsPerComponent 8", b"\x80")
+        objects = [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R 7 0 R 8 0 R]/Count 3>>",
+                   b"<</Type/Page/Resources<</Font<</F1 4 0 R>>/XObject<</I 6 0 R>>>>/Contents 5 0 R>>", COURIER,
+                   stream(b"", HELLO), image, b"<</Type/Page/Resources<</XObject<</I 6 0 R>>>>/Contents 9 0 R>>",
+                   b"<</Type/Page/Resources<</XObject<</I 6 0 R>>>>/Contents 9 0 R>>", stream(b"", b"/I Do")]
+        pages, warned = text_of(objects)
+        self.assertEqual(pages, ["Hello world", "", ""])
+        self.assertEqual(warned, "rag.py: warning: t.pdf: p. 2-3 have no text: OCR them first\n")
+
+    def test_truncated_files(self):
+        data = write_pdf(one_page(HELLO))
+        for cut in (10, 100, len(data) // 2, len(data) - 30):
+            with self.subTest(cut=cut):
+                try:
+                    pages = quiet_pages(data[:cut])[0]
+                    self.assertIn(pages, (["Hello world"], [""]))
+                except rag.RagError as e:
+                    self.assertNotIn("\n", str(e))
+
+    def test_flate_bomb(self):
+        objects = one_page(b"")
+        objects[4] = stream(b"/Filter/FlateDecode", zlib.compress(b"\0" * (4 * 2**20), 9))  # 4 MiB from 4 KiB
+        with mock.patch.object(rag, "PDF_MAX_INFLATED", 2**20):
+            self.assert_skipped(write_pdf(objects), "zip bomb")
+
+    def test_deeply_nested_arrays(self):
+        self.assert_skipped(write_pdf(one_page(HELLO)[:3] + [b"[" * 50000] + one_page(HELLO)[4:]), "nested deeper")
+
+    def test_page_tree_loop_ends(self):
+        objects = one_page(HELLO)
+        objects[1] = b"<</Type/Pages/Kids[3 0 R 2 0 R 1 0 R]/Count 3>>"
+        self.assertEqual(text_of(objects)[0], ["Hello world"])
+
+    def test_form_that_draws_itself_ends(self):
+        form = stream(b"/Type/XObject/Subtype/Form/BBox[0 0 9 9]/Resources<</XObject<</X 6 0 R>>/Font<</F1 4 0 R>>>>",
+                      b"BT /F1 10 Tf 72 700 Td (again) Tj ET /X Do")
+        objects = one_page(b"/X Do", extra=[form], info=b"/XObject<</X 6 0 R>>")
+        self.assertEqual(text_of(objects)[0], ["again"])
+
+    def test_forms_that_multiply_stop_at_the_time_budget(self):
+        forms = [stream(b"/Subtype/Form/Resources<</XObject<</X %d 0 R>>/Font<</F1 4 0 R>>>>" % (n + 1),
+                        b"BT /F1 10 Tf 72 700 Td (x) Tj ET " + b"/X Do " * 30) for n in range(6, 14)]
+        objects = one_page(b"/X Do", extra=forms, info=b"/XObject<</X 6 0 R>>")
+        with mock.patch.object(rag, "PDF_MAX_SECONDS", 0.5):
+            self.assert_skipped(write_pdf(objects), "took longer than")
+
+    def test_reference_cycles_end(self):
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (ok) Tj ET", extra=[b"7 0 R", b"6 0 R"])
+        objects[4] = b"<</Length 6 0 R>>stream\nBT /F1 10 Tf 72 700 Td (ok) Tj ET\nendstream"  # 6 -> 7 -> 6
+        self.assertEqual(text_of(objects)[0], ["ok"])
+
+    def test_huge_numbers_in_content(self):
+        content = b"BT /F1 1" + b"0" * 400 + b" Tf 99999999999999999999 -1" + b"0" * 5000 + b" Td (big) Tj ET"
+        self.assertEqual(text_of(one_page(content))[0], ["big"])
+
+
 # ----------------------------------------------------------------------------------------- Appendix: office documents
 
 OFFICE_READERS = {suffix: rag.READERS[suffix] for suffix in (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub")}
@@ -3063,9 +3688,13 @@ class OfficeHostileInputTest(unittest.TestCase):
         self.assertEqual(rag.read_odf(odf("text", body), "a.odt"), ["###### A\n\nb c        d"])
 
 
-class OfficeFolderTest(TempFolder):
+class MixedFolderTest(TempFolder):
+    """A folder of every format: searched and answered from with the pages of its documents."""
 
-    def test_a_folder_of_office_files_is_searched_with_their_pages_and_a_bad_one_skipped_in_one_line(self):
+    def chat_user_message(self, fake):
+        return [body for _, path, body in fake.requests if path == "/api/chat"][0]["messages"][1]["content"]
+
+    def test_every_format_is_searched_and_cited_with_its_pages_and_a_bad_file_skipped_in_one_line(self):
         styles = style("Heading1", "heading 1") + style("Heading2", "heading 2")
         row = '<c r="{0}" t="inlineStr"><is><t>{1}</t></is></c>'
         sheet = ('<row r="1">' + row.format("A1", "Country") + row.format("B1", "Per diem") + "</row>"
@@ -3075,10 +3704,22 @@ class OfficeFolderTest(TempFolder):
         self.write("docs/rates.xlsx", xlsx([("Rates", "worksheet", "worksheets/sheet1.xml", sheet)]))
         self.write("docs/book.epub", epub())
         self.write("docs/broken.docx", b"not a zip")
-        code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--search", "-k", "3", "per diem Japan"])
+        self.write("docs/rules.pdf", write_pdf([b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R 6 0 R]/Count 2>>",
+                                               *[b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>"
+                                                 b"/Contents %d 0 R>>" % content for content in (5,)], COURIER,
+                                               stream(b"", b"BT /F1 12 Tf 72 700 Td (Expenses are paid monthly.) Tj ET"),
+                                               b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>"
+                                               b"/Contents 7 0 R>>",
+                                               stream(b"", b"BT /F1 12 Tf 72 700 Td (The per diem in Japan is EUR 70.) Tj ET")]))
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--search", "-k", "4", "per diem Japan"])
         self.assertEqual(code, 0, err)
         labels = re.findall(r"^\[\d\] [\d.]+  (.+)$", out, re.M)
         self.assertEqual(sorted(labels), ["book.epub chapter 1  (Travel > Per diem)", "policy.docx:1-5  (Travel > Per diem)",
-                                          "rates.xlsx sheet 1  (Rates)"])
+                                          "rates.xlsx sheet 1  (Rates)", "rules.pdf p. 1-2"])  # two short pages, one chunk
         self.assertEqual(err, f"rag.py: warning: skipped {os.path.join(self.folder, 'docs', 'broken.docx')}: "
                               "not a zip archive, or a truncated one (File is not a zip file)\n")
+        fake = FakeOllama(answer="EUR 70 a day [1].")
+        self.addCleanup(fake.close)
+        code, out, err = run_main(["--host", fake.url, "--docs", os.path.join(self.folder, "docs", "rules.pdf"), "per diem Japan"])
+        self.assertEqual((code, out.split("Sources:")[1]), (0, "\n  [1] rules.pdf p. 1-2\n"))
+        self.assertIn("file: rules.pdf, p. 1-2\nExpenses are paid monthly.\n\nThe per diem in Japan is EUR 70.", self.chat_user_message(fake))
