@@ -6,6 +6,7 @@ Run: python3 -m unittest -v test_rag
 import base64
 import contextlib
 import hashlib
+import http.client
 import http.server
 import io
 import itertools
@@ -15,6 +16,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import socket
 import struct
 import subprocess
@@ -1403,7 +1405,7 @@ class RetrieveTest(unittest.TestCase):
         index = index_of("apple banana", "apple", "cherry")
         embeddings = embeddings_of(([0.2, 0.979796], [0.9, 0.435890], [0.5, 0.866025]), "banana", [1.0, 0.0])
         with mock.patch.object(rag, "HYBRID_WEIGHT", 0.6):
-            ranking = rag.hybrid_ranking(index, "banana", 3, embeddings)
+            ranking = rag.hybrid_ranking(index, rag.make_query("banana"), 3, embeddings)
         self.assertEqual([n for n, _ in ranking], [0, 1, 2])
         self.assertEqual([round(score, 4) for _, score in ranking], [0.5781, 0.36, 0.2])
 
@@ -1411,8 +1413,8 @@ class RetrieveTest(unittest.TestCase):
         index = index_of("apple pie recipe", "apple", "banana apple", "cherry")
         embeddings = embeddings_of([[1.0, 0.01 * n] for n in range(4)],  # all nearly the same,
                                    "apple pie", [0.0, 1.0])            # the question favours the last ones
-        lexical = [n for n, _ in rag.lexical_ranking(index, "apple pie", 3)]
-        self.assertEqual([n for n, _ in rag.hybrid_ranking(index, "apple pie", 3, embeddings)], lexical)
+        lexical = [n for n, _ in rag.lexical_ranking(index, rag.make_query("apple pie"), 3)]
+        self.assertEqual([n for n, _ in rag.hybrid_ranking(index, rag.make_query("apple pie"), 3, embeddings)], lexical)
 
     def test_hybrid_weighs_the_cosines_of_the_best_word_matches_or_of_every_chunk(self):
         """Question "apple", whose vector means "cherry cake": cosine -1 for the apple chunks, +1 for
@@ -1420,10 +1422,10 @@ class RetrieveTest(unittest.TestCase):
         index = index_of("apple pie", "apple tart", "apple", "cherry cake")
         embeddings = embeddings_of([[0.0, -1.0]] * 3 + [[0.0, 1.0]], "apple", [0.0, 1.0])
         with mock.patch.object(rag, "FUSION_DEPTH", 2):  # words find 3 chunks: only the best 2 are weighed
-            self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, "apple", 2, embeddings)])
-            self.assertEqual(sorted(n for n, _ in rag.hybrid_ranking(index, "apple", 3, embeddings)), [0, 1, 2])
+            self.assertNotIn(3, [n for n, _ in rag.hybrid_ranking(index, rag.make_query("apple"), 2, embeddings)])
+            self.assertEqual(sorted(n for n, _ in rag.hybrid_ranking(index, rag.make_query("apple"), 3, embeddings)), [0, 1, 2])
         with mock.patch.object(rag, "FUSION_DEPTH", 5):  # words find fewer: every chunk is weighed
-            self.assertEqual(rag.hybrid_ranking(index, "apple", 2, embeddings)[0][0], 3)  # first, by meaning alone
+            self.assertEqual(rag.hybrid_ranking(index, rag.make_query("apple"), 2, embeddings)[0][0], 3)  # first, by meaning alone
 
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
@@ -1454,7 +1456,7 @@ class RetrieveTest(unittest.TestCase):
 
     def test_embedding_ranking_orders_by_cosine(self):
         index = index_of("a", "b", "c")
-        ranking = rag.embedding_ranking(index, "anything", 2, embeddings_of(([1, 0], [0.6, 0.8], [0, 1]), "anything", [0, 1]))
+        ranking = rag.embedding_ranking(index, rag.make_query("anything"), 2, embeddings_of(([1, 0], [0.6, 0.8], [0, 1]), "anything", [0, 1]))
         self.assertEqual([n for n, _ in ranking], [2, 1])
         self.assertAlmostEqual(ranking[1][1], 0.8, places=6)
 
@@ -1500,7 +1502,7 @@ class PromptTest(unittest.TestCase):
 
     def test_context_budget_keeps_the_best_hits_that_fit_and_renumbers(self):
         hits = hits_of("a " * 400, "b " * 4000, "c " * 400)  # 400, 4000 and 400 tokens
-        kept = rag.fit_hits(hits, "q", budget=1500)
+        kept = rag.fit_hits(hits, 300, budget=1500)  # 300 tokens of rules and question
         self.assertEqual([(h.rank, h.chunk.text[0]) for h in kept], [(1, "a"), (2, "c")])
 
     def test_num_ctx_holds_prompt_and_answer(self):
@@ -2330,7 +2332,7 @@ class CommandLineTest(TempFolder):
                 self.assertEqual((code, built.call_count), (0, 1))
                 self.assertIn("(Expenses > Deadlines and late submissions)", out.getvalue())
                 self.assertEqual(out.getvalue().count("[1] "), len(typed) - 1)
-                self.assertIn("quit or Ctrl-D to stop", err.getvalue())
+                self.assertIn("quit or Ctrl-D stops", err.getvalue())
                 self.assertNotIn("question>", out.getvalue())  # the output is redirected: the prompt is not in it
                 self.assertIn("question> ", err.getvalue())
 
@@ -3723,3 +3725,693 @@ class MixedFolderTest(TempFolder):
         code, out, err = run_main(["--host", fake.url, "--docs", os.path.join(self.folder, "docs", "rules.pdf"), "per diem Japan"])
         self.assertEqual((code, out.split("Sources:")[1]), (0, "\n  [1] rules.pdf p. 1-2\n"))
         self.assertIn("file: rules.pdf, p. 1-2\nExpenses are paid monthly.\n\nThe per diem in Japan is EUR 70.", self.chat_user_message(fake))
+
+
+# ----------------------------------------------------------------------------------------- Appendix: the page
+
+CONVERSATIONS = [  # two- and three-turn conversations about the handbook: (question, the section that answers)
+    {"topic": "per diem", "turns": [{"question": "What is the per diem in Japan?", "expected": "handbook.txt#Per diem"}, {"question": "and the hotel cap?", "expected": "handbook.txt#Per diem"}, {"question": "what about the US?", "expected": "handbook.txt#Per diem"}]},
+    {"topic": "expense deadline", "turns": [{"question": "When do I have to file my expense report?", "expected": "handbook.txt#Deadlines and late submissions"}, {"question": "what if I miss it?", "expected": "handbook.txt#Deadlines and late submissions"}, {"question": "who approves it then?", "expected": "handbook.txt#Deadlines and late submissions"}]},
+    {"topic": "annual leave", "turns": [{"question": "How many days of annual leave do I get?", "expected": "handbook.txt#Annual leave"}, {"question": "can I carry them over?", "expected": "handbook.txt#Annual leave"}, {"question": "until when?", "expected": "handbook.txt#Annual leave"}]},
+    {"topic": "receipts", "turns": [{"question": "Do I need a receipt for a taxi ride of EUR 30?", "expected": "handbook.txt#Receipts"}, {"question": "what if I lost it?", "expected": "handbook.txt#Receipts"}, {"question": "how often can I do that?", "expected": "handbook.txt#Receipts"}]},
+    {"topic": "approval limits", "turns": [{"question": "Who approves an expense report of EUR 5,000?", "expected": "handbook.txt#Approval limits"}, {"question": "and one over 10,000?", "expected": "handbook.txt#Approval limits"}, {"question": "and the CFO's own?", "expected": "handbook.txt#Approval limits"}]},
+    {"topic": "mileage", "turns": [{"question": "How much is the mileage rate for my car?", "expected": "handbook.txt#Mileage"}, {"question": "and for a bicycle?", "expected": "handbook.txt#Mileage"}, {"question": "are tolls included?", "expected": "handbook.txt#Mileage"}]},
+    {"topic": "class of travel", "turns": [{"question": "Can I fly business class?", "expected": "handbook.txt#Class of travel"}, {"question": "and on trains?", "expected": "handbook.txt#Class of travel"}, {"question": "when can I take a taxi?", "expected": "handbook.txt#Class of travel"}]},
+    {"topic": "travel insurance", "turns": [{"question": "What does the travel insurance cover?", "expected": "handbook.txt#Travel insurance"}, {"question": "is my family covered?", "expected": "handbook.txt#Travel insurance"}, {"question": "how long do I have to claim?", "expected": "handbook.txt#Travel insurance"}]},
+    {"topic": "parental leave", "turns": [{"question": "How long is parental leave for the birth parent?", "expected": "handbook.txt#Parental leave"}, {"question": "and for the partner?", "expected": "handbook.txt#Parental leave"}, {"question": "what about adoption?", "expected": "handbook.txt#Parental leave"}]},
+    {"topic": "sick leave", "turns": [{"question": "When do I need a doctor's note when I am sick?", "expected": "handbook.txt#Sick leave"}, {"question": "how long am I paid?", "expected": "handbook.txt#Sick leave"}, {"question": "what if it happens during my vacation?", "expected": "handbook.txt#Sick leave"}]},
+    {"topic": "remote work", "turns": [{"question": "How many days a week can I work from home?", "expected": "handbook.txt#Eligibility"}, {"question": "what do I need at home before I start?", "expected": "handbook.txt#Eligibility"}, {"question": "is there money for a desk?", "expected": "handbook.txt#Equipment stipend"}]},
+    {"topic": "stipend", "turns": [{"question": "How much is the home office stipend?", "expected": "handbook.txt#Equipment stipend"}, {"question": "do I have to give the items back when I leave?", "expected": ["handbook.txt#Equipment stipend", "handbook.txt#Returning equipment"]}, {"question": "and when do I get a new one?", "expected": "handbook.txt#Equipment stipend"}]},
+    {"topic": "working abroad", "turns": [{"question": "How long can I work from another country?", "expected": "handbook.txt#Working abroad"}, {"question": "who has to approve it?", "expected": "handbook.txt#Working abroad"}, {"question": "can I use restricted data there?", "expected": "handbook.txt#Working abroad"}]},
+    {"topic": "passwords", "turns": [{"question": "How long must my password be?", "expected": "handbook.txt#Passwords and MFA"}, {"question": "do I have to change it regularly?", "expected": "handbook.txt#Passwords and MFA"}, {"question": "are SMS codes allowed?", "expected": "handbook.txt#Passwords and MFA"}]},
+    {"topic": "lost laptop", "turns": [{"question": "I lost my laptop, what do I do?", "expected": "handbook.txt#Lost or stolen devices"}, {"question": "and if it was stolen?", "expected": "handbook.txt#Lost or stolen devices"}, {"question": "how soon do I get a new one?", "expected": "handbook.txt#Lost or stolen devices"}]},
+    {"topic": "phishing", "turns": [{"question": "What should I do with a phishing email?", "expected": "handbook.txt#Phishing and suspicious messages"}, {"question": "what if I already clicked the link?", "expected": "handbook.txt#Phishing and suspicious messages"}]},
+    {"topic": "laptop replacement", "turns": [{"question": "How often is my laptop replaced?", "expected": "handbook.txt#Laptops"}, {"question": "can I buy the old one?", "expected": "handbook.txt#Laptops"}, {"question": "for how much?", "expected": "handbook.txt#Laptops"}]},
+    {"topic": "gifts", "turns": [{"question": "Can I accept a gift from a client?", "expected": "handbook.txt#Gifts and hospitality"}, {"question": "what about one worth 100 euros?", "expected": "handbook.txt#Gifts and hospitality"}, {"question": "and vouchers?", "expected": "handbook.txt#Gifts and hospitality"}]},
+    {"topic": "probation", "turns": [{"question": "How long is the probation period?", "expected": "handbook.txt#Probation period"}, {"question": "and for a fixed-term contract?", "expected": "handbook.txt#Probation period"}, {"question": "when are the check-ins?", "expected": "handbook.txt#Probation period"}]},
+    {"topic": "salary", "turns": [{"question": "When are salaries paid?", "expected": "handbook.txt#Salary review"}, {"question": "and the holiday allowance?", "expected": "handbook.txt#Salary review"}, {"question": "how much is it?", "expected": "handbook.txt#Salary review"}]},
+    {"topic": "bonus", "turns": [{"question": "How big is the bonus for a team lead?", "expected": "handbook.txt#Bonuses"}, {"question": "when is it paid?", "expected": "handbook.txt#Bonuses"}, {"question": "and if I joined in November?", "expected": "handbook.txt#Bonuses"}]},
+    {"topic": "special leave", "turns": [{"question": "How much special leave do I get when my grandmother dies?", "expected": "handbook.txt#Special leave"}, {"question": "and for moving house?", "expected": "handbook.txt#Special leave"}]},
+    {"topic": "switch: per diem -> annual leave -> Tokyo", "turns": [{"question": "What is the per diem in Japan?", "expected": "handbook.txt#Per diem"}, {"question": "How many days of annual leave do I get?", "expected": "handbook.txt#Annual leave"}, {"question": "and in Tokyo?", "expected": ["handbook.txt#Annual leave", "handbook.txt#休暇の申請"]}]},
+    {"topic": "switch: air miles -> lost phone", "turns": [{"question": "Can I keep air miles from business trips?", "expected": "handbook.txt#Class of travel"}, {"question": "How do I report a lost phone?", "expected": "handbook.txt#Lost or stolen devices"}]},
+    {"topic": "harassment", "turns": [{"question": "Who can I talk to about harassment?", "expected": "handbook.txt#Respectful workplace"}, {"question": "will they tell anyone?", "expected": "handbook.txt#Respectful workplace"}]},
+    {"topic": "whistleblowing", "turns": [{"question": "How do I report fraud anonymously?", "expected": "handbook.txt#Reporting concerns and whistleblowing"}, {"question": "how quickly will I hear back?", "expected": "handbook.txt#Reporting concerns and whistleblowing"}]},
+    {"topic": "booking", "turns": [{"question": "How do I book a flight?", "expected": "handbook.txt#Booking travel"}, {"question": "how far in advance for an intercontinental one?", "expected": "handbook.txt#Booking travel"}, {"question": "who approves it?", "expected": "handbook.txt#Booking travel"}]},
+    {"topic": "fire alarm", "turns": [{"question": "What do I do when the fire alarm goes off?", "expected": "handbook.txt#Emergencies and first aid"}, {"question": "how often are the drills?", "expected": "handbook.txt#Emergencies and first aid"}]},
+    {"topic": "screen glasses", "turns": [{"question": "Does the company pay for screen glasses?", "expected": "handbook.txt#Ergonomics and wellbeing"}, {"question": "up to how much?", "expected": "handbook.txt#Ergonomics and wellbeing"}, {"question": "and how many counselling sessions can I have?", "expected": "handbook.txt#Ergonomics and wellbeing"}]},
+    {"topic": "conflict of interest", "turns": [{"question": "How do I declare a conflict of interest?", "expected": "handbook.txt#Conflicts of interest"}, {"question": "by when?", "expected": "handbook.txt#Conflicts of interest"}, {"question": "and does a side job need approval?", "expected": "handbook.txt#Conflicts of interest"}]},
+    {"topic": "switch: passwords -> parental leave", "turns": [{"question": "Where do I keep my passwords?", "expected": "handbook.txt#Passwords and MFA"}, {"question": "How long is the leave for the partner of a birth parent?", "expected": "handbook.txt#Parental leave"}]},
+    {"topic": "switch: mileage -> bonus", "turns": [{"question": "What is the mileage rate for a bicycle?", "expected": "handbook.txt#Mileage"}, {"question": "When are bonuses paid?", "expected": "handbook.txt#Bonuses"}, {"question": "and referral bonuses?", "expected": "handbook.txt#Bonuses"}]},
+    {"topic": "switch: mileage -> remote work", "turns": [{"question": "How much is the mileage rate for my car?", "expected": "handbook.txt#Mileage"}, {"question": "Can I work from home three days a week?", "expected": "handbook.txt#Eligibility"}, {"question": "and who pays for my chair?", "expected": ["handbook.txt#Equipment stipend", "handbook.txt#Ergonomics and wellbeing"]}]},
+    {"topic": "switch: parental leave -> hotel cap", "turns": [{"question": "How long is parental leave for the birth parent?", "expected": "handbook.txt#Parental leave"}, {"question": "What is the hotel cap in London?", "expected": "handbook.txt#Per diem"}]},
+    {"topic": "switch: approval -> phishing", "turns": [{"question": "Who approves an expense report of EUR 5,000?", "expected": "handbook.txt#Approval limits"}, {"question": "How do I report a phishing email?", "expected": "handbook.txt#Phishing and suspicious messages"}, {"question": "and if I already clicked it?", "expected": "handbook.txt#Phishing and suspicious messages"}]},
+    {"topic": "switch: insurance -> salary", "turns": [{"question": "What does the travel insurance cover?", "expected": "handbook.txt#Travel insurance"}, {"question": "When are salaries paid?", "expected": "handbook.txt#Salary review"}]},
+    {"topic": "switch: password -> special leave", "turns": [{"question": "How long must my password be?", "expected": "handbook.txt#Passwords and MFA"}, {"question": "How many days of special leave do I get for my wedding?", "expected": "handbook.txt#Special leave"}]},
+    {"topic": "switch: gifts -> laptop", "turns": [{"question": "Can I accept a gift from a client?", "expected": "handbook.txt#Gifts and hospitality"}, {"question": "How often is my laptop replaced?", "expected": "handbook.txt#Laptops"}]},
+    {"topic": "switch: stipend -> sick note", "turns": [{"question": "How much is the home office stipend?", "expected": "handbook.txt#Equipment stipend"}, {"question": "Do I need a doctor's note when I am sick?", "expected": "handbook.txt#Sick leave"}]},
+    {"topic": "switch: booking -> fire alarm", "turns": [{"question": "How do I book a flight?", "expected": "handbook.txt#Booking travel"}, {"question": "What do I do when the fire alarm sounds?", "expected": "handbook.txt#Emergencies and first aid"}]},
+    {"topic": "switch: probation -> stolen laptop", "turns": [{"question": "How long is the probation period?", "expected": "handbook.txt#Probation period"}, {"question": "Who do I call when my laptop is stolen?", "expected": "handbook.txt#Lost or stolen devices"}]},
+    {"topic": "switch: bonus -> business class", "turns": [{"question": "How much is the bonus for a team lead?", "expected": "handbook.txt#Bonuses"}, {"question": "Can I fly business class to New York?", "expected": "handbook.txt#Class of travel"}]},
+    {"topic": "switch: deadline -> working abroad", "turns": [{"question": "When do I have to file my expense report?", "expected": "handbook.txt#Deadlines and late submissions"}, {"question": "How many days can I work from another country?", "expected": "handbook.txt#Working abroad"}]},
+    {"topic": "switch: per diem Japan -> Tokyo hours", "turns": [{"question": "What is the per diem in Japan?", "expected": "handbook.txt#Per diem"}, {"question": "What are the working hours of the Tokyo office?", "expected": ["handbook.txt#Working hours", "handbook.txt#勤務時間"]}]},
+    {"topic": "switch: mileage -> eye test", "turns": [{"question": "Can I claim mileage for my bicycle?", "expected": "handbook.txt#Mileage"}, {"question": "Can I claim an eye test?", "expected": "handbook.txt#Ergonomics and wellbeing"}]},
+    {"topic": "switch: annual leave -> unpaid leave", "turns": [{"question": "How many days of annual leave do I get?", "expected": "handbook.txt#Annual leave"}, {"question": "Can I take unpaid leave for three months?", "expected": "handbook.txt#Unpaid leave"}]},
+]
+
+
+class FakeModel:
+    """An Ollama stand-in on 127.0.0.1: /api/version, /api/embed (bag of words) and /api/chat, streamed
+    word by word; the answer names the question, so answers cannot be mixed up unseen. Records requests;
+    cut_off is set when rag.py closed a stream before its end."""
+
+    def __init__(self, extra_words=0, delay=0.0, text=None, done_reason="stop"):
+        self.extra_words, self.delay, self.requests, self.cut_off = extra_words, delay, [], threading.Event()
+        self.text, self.done_reason = text, done_reason  # a fixed answer, and why it ended ("length": cut short)
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.reply({"version": "0.12.6"} if self.path == "/api/version" else {"models": []})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append((self.path, body))
+                if self.path == "/api/embed":
+                    return self.reply({"embeddings": [fake.vector(text) for text in body["input"]]})
+                question = body["messages"][-1]["content"].rsplit("Question: ", 1)[-1]
+                words = (fake.text or f"About {question}:{' more' * fake.extra_words} see [1].").split(" ")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                lines = [{"message": {"content": word + " "}, "done": False} for word in words]
+                lines.append({"message": {"content": ""}, "done": True, "done_reason": fake.done_reason, "prompt_eval_count": 99})
+                try:
+                    for line in lines:
+                        data = (json.dumps(line) + "\n").encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        time.sleep(fake.delay)
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    fake.cut_off.set()
+                    self.close_connection = True
+
+            def reply(self, value):
+                data = json.dumps(value).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.handle_error = lambda *args: None
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def vector(self, text):
+        values = [0.0] * 32
+        for word in re.findall(r"\w+", text.lower()):
+            values[zlib.crc32(word.encode()) % 32] += 1.0
+        return values
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def chats(self):
+        return [body for path, body in self.requests if path == "/api/chat"]
+
+
+def config_for(server, docs=(rag.DEFAULT_DOCS,), **changes):
+    """The config of a page's server: Ollama at server, and an index in memory."""
+    return rag.replace(rag.Config(docs=tuple(docs), api="ollama", server=server, model="llama3.2",
+                                  embed_model="nomic-embed-text", cache=""), **changes)
+
+
+class ServerCase(unittest.TestCase):
+    """A page server on 127.0.0.1:0 in a thread, with a fake model, and an HTTP client for it."""
+    token = None
+    model_calls = 1
+    extra_words, delay = 0, 0.0
+
+    def setUp(self):
+        self.fake = FakeModel(self.extra_words, self.delay)
+        self.addCleanup(self.fake.close)
+        self.docs = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.docs)
+        shutil.copy(rag.DEFAULT_DOCS, self.docs)
+        self.log = io.StringIO()
+        stderr = contextlib.redirect_stderr(self.log)  # the request log: checked for what it must not hold
+        stderr.__enter__()
+        self.addCleanup(stderr.__exit__, None, None, None)
+        self.start(config_for(self.fake.url, [self.docs]))
+
+    def start(self, config, **options):
+        self.server = rag.make_server(config, "127.0.0.1:0", self.token, self.model_calls, **options)
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+        self.port = self.server.server_address[1]
+        self.host = f"127.0.0.1:{self.port}"
+
+    def request(self, method, path, body=None, headers=None):
+        """Return (status, headers, body text) of one request."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        self.addCleanup(connection.close)
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        sent = {"Content-Type": "application/json"} if data is not None else {}
+        connection.request(method, path, data, dict(sent, **(headers or {})))
+        response = connection.getresponse()
+        return response.status, response.headers, response.read().decode()
+
+    def logged(self, pattern):
+        """Wait for a line of the request log (written after the response) that matches pattern."""
+        for _ in range(100):
+            if re.search(pattern, self.log.getvalue()):
+                return
+            time.sleep(0.02)
+        self.fail(f"no log line matches {pattern!r}: {self.log.getvalue()}")
+
+    def ask(self, question, history=(), headers=None):
+        """Return the NDJSON lines of /api/ask, parsed."""
+        status, _, text = self.request("POST", "/api/ask", {"question": question, "history": list(history)}, headers)
+        self.assertEqual(status, 200, text)
+        return [json.loads(line) for line in text.splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Follow-ups: retrieval with the earlier questions, and the prompt that carries them.
+# ---------------------------------------------------------------------------------------------------
+
+class FollowUpTest(unittest.TestCase):
+    """A follow-up question is searched with the earlier questions' words, and its prompt carries them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.index = rag.build_index(rag.Config(cache=""))
+        cls.config = config_for("")
+
+    def test_query_weights_worked_example(self):
+        """The question's tokens weigh 1, the previous question's 0.5, the one before 0.25, the older none."""
+        weights = rag.make_query("and the hotel cap?", ["How long is probation?", "Is there a per diem?",
+                                                        "What about Japan?"]).weights
+        self.assertEqual(weights, {"hotel": 1.0, "cap": 1.0, "japan": 0.5, "per": 0.25, "diem": 0.25})
+        self.assertEqual(rag.make_query("per diem", ["per diem Japan"]).weights, {"per": 1.0, "diem": 1.0, "japan": 0.5})
+        weights = rag.make_query("How many days of annual leave do I get?", ["What is the per diem in Japan?"]).weights
+        self.assertEqual(weights["diem"], 0.5 * 3 / 5)  # 5 tokens of its own: the earlier ones weigh 3/5 as much
+        self.assertEqual(rag.make_query("until when?", ["per diem?"]).weights, {"per": 0.5, "diem": 0.5})
+        self.assertEqual(rag.make_query("and the hotel cap?", ["per diem?"]).text, "per diem? and the hotel cap?")
+
+    def test_a_score_is_the_sum_of_each_tokens_weight_in_the_query_times_its_bm25_weight(self):
+        query = rag.make_query("and the hotel cap?", ["What is the per diem in Japan?"])
+        for number, score in self.index.search(query.weights, 5):
+            self.assertAlmostEqual(score, sum(w * self.index.weight(t, number) for t, w in query.weights.items()), places=12)
+
+    def test_first_questions_are_retrieved_as_without_history(self):
+        for question in ("What is the per diem in Japan?", "and the hotel cap?", "What is the per diem in Japan and who approves it?"):
+            with self.subTest(question=question):
+                self.assertEqual(rag.retrieve(self.index, question, self.config, earlier=[]),
+                                 rag.retrieve(self.index, question, self.config))
+
+    def test_follow_ups_find_their_topic(self):
+        """(earlier questions, follow-up, the heading it must find, at this rank or better)"""
+        for earlier, question, heading, rank in [
+                (["What is the per diem in Japan?"], "and the hotel cap?", "Per diem", 1),
+                (["What is the per diem in Japan?"], "what about the US?", "Per diem", 1),
+                (["When do I have to file my expense report?"], "who approves it then?", "Deadlines", 1),
+                (["When do I have to file my expense report?"], "what if I miss it?", "Deadlines", 2),  # 1: "near miss"
+                (["How long is the probation period?", "and for a fixed-term contract?"], "when are the check-ins?", "Probation", 1),
+                (["What is the per diem in Japan?"], "How many days of annual leave do I get?", "Annual leave", 1)]:  # new topic
+            with self.subTest(question=question):
+                hits, mode = rag.retrieve(self.index, question, self.config, earlier=earlier)
+                self.assertIn(heading, " ".join(hit.chunk.heading for hit in hits[:rank]))
+                self.assertEqual(mode, "lexical")
+
+    def test_conversations_hit_rate_with_and_without_history(self):
+        """CONVERSATIONS, measured: follow-ups gain, first questions are unchanged."""
+        report = follow_up_report(self.index, self.config, CONVERSATIONS)
+        self.assertEqual(report["first"]["with"], report["first"]["without"])
+        self.assertEqual((report["follow_ups"]["with"], report["follow_ups"]["without"]), (1.0, 55 / 73))
+
+    def test_messages_carry_the_earlier_turns_briefly(self):
+        hits = rag.retrieve(self.index, "and the hotel cap?", self.config)[0]
+        earlier = [("What is the per diem in Japan?", "EUR 70 a day [1][2]. " + "More words. " * 60)]
+        messages = rag.build_messages("and the hotel cap?", hits, earlier)
+        self.assertEqual([m["role"] for m in messages], ["system", "user", "assistant", "user"])
+        self.assertTrue(messages[0]["content"].endswith(rag.HISTORY_RULE))
+        self.assertEqual(messages[1]["content"], "What is the per diem in Japan?")
+        self.assertTrue(messages[2]["content"].startswith("EUR 70 a day ."))  # no [n]: they named other sources
+        self.assertLessEqual(len(messages[2]["content"]), rag.HISTORY_ANSWER_CHARS + 4)
+        self.assertEqual(messages[3], rag.build_messages("and the hotel cap?", hits)[1])
+
+    def test_hybrid_follow_up_embeds_the_question_after_the_one_before(self):
+        fake = FakeModel()
+        self.addCleanup(fake.close)
+        config = config_for(fake.url, mode="hybrid")
+        embeddings, _ = rag.use_embeddings(self.index, config)
+        hits, mode = rag.retrieve(self.index, "and the hotel cap?", config, embeddings, ["What is the per diem in Japan?"])
+        self.assertEqual((mode, hits[0].chunk.heading), ("hybrid", "Expenses > Per diem"))
+        asked = [body["input"] for path, body in fake.requests if path == "/api/embed" and len(body["input"]) == 1]
+        self.assertIn(["search_query: What is the per diem in Japan? and the hotel cap?"], asked)
+
+    def test_the_terminal_prompt_follows_up_until_a_new_topic(self):
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        terminal = io.StringIO()
+        terminal.isatty = lambda: True
+        typed = iter(["What is the per diem in Japan?", "and the hotel cap?", rag.NEW_TOPIC, "and the hotel cap?", "quit"])
+        with mock.patch("sys.stdin", terminal), mock.patch("builtins.input", lambda prompt: next(typed)), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(rag.main(["--host", fake.url]), 0)
+        users = [[m["content"][:40] for m in body["messages"] if m["role"] != "system"]
+                 for _, path, body in fake.requests if path == "/api/chat"]
+        self.assertEqual([len(messages) for messages in users], [1, 3, 1])  # the turn before, then none
+        self.assertEqual(users[1][:2], ["What is the per diem in Japan?", "Expense reports are due within 30 days ."])
+
+
+def follow_up_report(index, config, conversations, k=5):
+    """Return hit rate@k (and MRR) of first questions and follow-ups, with and without the history."""
+    counts = {"first": {"with": [], "without": []}, "follow_ups": {"with": [], "without": []}}
+    for conversation in conversations:
+        earlier = []
+        for turn in conversation["turns"]:
+            expected = turn["expected"] if isinstance(turn["expected"], list) else [turn["expected"]]
+            kind = "follow_ups" if earlier else "first"
+            for way, history in (("with", earlier), ("without", [])):
+                hits, _ = rag.retrieve(index, turn["question"], rag.replace(config, k=k), earlier=history)
+                rank = next((hit.rank for hit in hits if any(rag.is_expected(hit.chunk, e) for e in expected)), None)
+                counts[kind][way].append(1 / rank if rank else 0.0)
+            earlier.append(turn["question"])
+    report = {kind: {way: sum(r > 0 for r in ranks) / len(ranks) for way, ranks in ways.items()}
+              for kind, ways in counts.items()}
+    report["mrr"] = {kind: {way: sum(ranks) / len(ranks) for way, ranks in ways.items()} for kind, ways in counts.items()}
+    report["count"] = {kind: len(ways["with"]) for kind, ways in counts.items()}
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------
+# Documents that change, and the model queue.
+# ---------------------------------------------------------------------------------------------------
+
+class PageLiveIndexTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.folder)
+        self.write("a.md", "# Alpha\n\nThe alpha code is 111.\n")
+        self.write("b.txt", "Beta notes: the beta code is 222.\n")
+        old = rag.RELOAD_SECONDS
+        rag.RELOAD_SECONDS = 0.0
+        self.addCleanup(setattr, rag, "RELOAD_SECONDS", old)
+        stderr = contextlib.redirect_stderr(io.StringIO())  # "re-read" warnings
+        stderr.__enter__()
+        self.addCleanup(stderr.__exit__, None, None, None)
+        self.live = rag.LiveIndex(config_for("", [self.folder]))
+
+    def write(self, name, text):
+        path = os.path.join(self.folder, name)
+        with open(path, "w") as f:
+            f.write(text)
+        stat = os.stat(path)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9 * len(text)))  # a new time even within one tick
+
+    def texts(self, snapshot):
+        return " ".join(chunk.text for _, chunk in snapshot.index.chunks())
+
+    def test_unchanged_documents_are_not_read_again(self):
+        first = self.live.current()
+        self.assertIs(self.live.current(), first)
+
+    def test_a_change_is_seen_by_the_next_question_and_not_by_one_under_way(self):
+        under_way = self.live.current()
+        self.write("a.md", "# Alpha\n\nThe alpha code is 333 now.\n")
+        with contextlib.redirect_stderr(io.StringIO()) as log:
+            now = self.live.current()
+        self.assertIn("333", self.texts(now))
+        self.assertIn("111", self.texts(under_way))  # the snapshot a question holds never changes
+        self.assertEqual((under_way.generation, now.generation), (1, 2))
+        self.assertIn("1 file changed", now.note)
+        self.assertIn("re-read", log.getvalue())
+
+    def test_added_and_removed_files(self):
+        self.write("c.md", "Gamma: the gamma code is 444.\n")
+        self.assertIn("444", self.texts(self.live.current()))
+        os.unlink(os.path.join(self.folder, "b.txt"))
+        with contextlib.redirect_stderr(io.StringIO()):
+            now = self.live.current()
+        self.assertNotIn("222", self.texts(now))
+        self.assertEqual(now.index.sources(), ["a.md", "c.md"])
+
+    def test_hybrid_keeps_the_vectors_of_unchanged_chunks(self):
+        fake = FakeModel()
+        self.addCleanup(fake.close)
+        live = rag.LiveIndex(config_for(fake.url, [self.folder], mode="hybrid"))
+        embedded = lambda: sum(len(body["input"]) for path, body in fake.requests if path == "/api/embed")  # noqa: E731
+        self.assertEqual((live.current().mode, embedded()), ("hybrid", 2))
+        self.write("b.txt", "Beta notes: the beta code is 555.\n")
+        self.assertEqual((live.current().generation, embedded()), (2, 3))  # only the changed chunk
+
+    def test_checks_wait_reload_seconds(self):
+        rag.RELOAD_SECONDS = 60.0
+        self.live.checked = time.monotonic()
+        first = self.live.current()
+        self.write("a.md", "# Alpha\n\nchanged\n")
+        self.assertIs(self.live.current(), first)
+
+    def test_documents_that_cannot_be_read_keep_the_old_text(self):
+        for name in ("a.md", "b.txt"):
+            os.unlink(os.path.join(self.folder, name))
+        with contextlib.redirect_stderr(io.StringIO()):
+            now = self.live.current()
+        self.assertIn("111", self.texts(now))
+        self.assertIn("Could not re-read", now.note)
+
+
+class PageModelQueueTest(unittest.TestCase):
+    def test_one_at_a_time_in_order_and_a_leaver_frees_its_place(self):
+        queue, events, inside = rag.ModelQueue(1), [], threading.Event()
+        release = threading.Event()
+
+        def first():
+            with queue.turn(lambda ahead: events.append(("first waits", ahead))):
+                inside.set()
+                release.wait(5)
+
+        def second():
+            with queue.turn(lambda ahead: events.append(("second waits", ahead))):
+                events.append(("second runs",))
+
+        def leaver():
+            def on_wait(ahead):
+                events.append(("leaver waits", ahead))
+                raise rag.ClientGone()
+            with self.assertRaises(rag.ClientGone):
+                with queue.turn(on_wait):
+                    events.append(("leaver runs",))
+        threads = [threading.Thread(target=first)]
+        threads[0].start()
+        inside.wait(5)
+        threads.append(threading.Thread(target=leaver))
+        threads[1].start()
+        threads[1].join(5)
+        threads.append(threading.Thread(target=second))
+        threads[2].start()
+        time.sleep(0.1)
+        release.set()
+        for thread in threads:
+            thread.join(5)
+        self.assertEqual(events, [("leaver waits", 1), ("second waits", 1), ("second runs",)])
+        self.assertEqual((queue.running, queue.waiting), (0, []))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The HTTP side: routes, streaming, search, passages, explain.
+# ---------------------------------------------------------------------------------------------------
+
+class PageRoutesTest(ServerCase):
+    def test_page_script_and_style_are_routes_of_their_own(self):
+        for path, kind in (("/", "text/html"), ("/page.js", "text/javascript"), ("/page.css", "text/css")):
+            with self.subTest(path=path):
+                status, headers, body = self.request("GET", path, headers={"Host": self.host})
+                self.assertEqual((status, headers["Content-Type"].split(";")[0]), (200, kind))
+                self.assertEqual(headers["Content-Security-Policy"], rag.HEADERS["Content-Security-Policy"])
+        _, _, html = self.request("GET", "/")
+        self.assertNotRegex(html, r"<script>|<style|\son\w+=|style=|http[s]?://")  # nothing inline, nothing fetched
+
+    def test_the_script_puts_text_in_the_page_as_text(self):
+        self.assertNotRegex(rag.SCRIPT, r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(")
+
+    def test_answer_streams_hits_then_text_then_the_json_line(self):
+        lines = self.ask("When do I have to file my expense report?")
+        head, pieces, final = lines[0], [line["text"] for line in lines[1:-1]], lines[-1]
+        self.assertEqual(list(head)[:2], ["question", "hits"])
+        self.assertEqual(head["hits"][0]["heading"], "Expenses > Deadlines and late submissions")
+        self.assertEqual(len(head["passages"]), len(head["hits"]))
+        self.assertGreater(len(pieces), 3)
+        self.assertEqual(list(final), ["question", "hits", "answer", "citations", "warnings"])  # --json's object
+        self.assertEqual("".join(pieces).strip(), final["answer"])
+        self.assertEqual(final["citations"], [1])
+        self.assertIn("When do I have to file my expense report?", final["answer"])
+
+    def test_warnings_come_with_the_answer(self):
+        self.fake.text, self.fake.done_reason = "The per diem in Japan is EUR 70 [1] and the cap EUR 190 [9].", "length"
+        final = self.ask("What is the per diem in Japan?")[-1]
+        self.assertEqual(final["citations"], [1])
+        self.assertEqual(len(final["warnings"]), 2)
+        self.assertIn("cites [9]", final["warnings"][0])
+        self.assertIn("cut short", final["warnings"][1])
+
+    def test_search_needs_no_model_server(self):
+        self.start(config_for("http://127.0.0.1:1"))
+        status, headers, body = self.request("GET", "/api/search?q=per+diem+Japan")
+        result = json.loads(body)
+        self.assertEqual((status, headers["Content-Type"]), (200, "application/json"))
+        self.assertEqual(result["hits"][0]["heading"], "Expenses > Per diem")
+        self.assertEqual(len(result["excerpts"]), len(result["hits"]))
+
+    def test_an_answer_with_the_model_server_down_keeps_the_passages(self):
+        self.start(config_for("http://127.0.0.1:1"))
+        lines = self.ask("What is the per diem in Japan?")
+        self.assertEqual(lines[0]["hits"][0]["heading"], "Expenses > Per diem")
+        self.assertIn("cannot reach", lines[-1]["error"])
+        self.assertIsNone(lines[-1]["answer"])
+
+    def test_nothing_found_means_the_model_is_not_asked(self):
+        lines = self.ask("zzyzx qqq")
+        self.assertEqual(len(lines), 2)
+        self.assertEqual(lines[-1]["answer"], rag.REFUSAL)
+        self.assertEqual(self.fake.chats(), [])
+
+    def test_follow_up_over_http_finds_the_topic_and_the_prompt_carries_the_turn(self):
+        history = [{"question": "What is the per diem in Japan?", "answer": "EUR 70 a day [1]."}]
+        lines = self.ask("and the hotel cap?", history)
+        self.assertEqual(lines[0]["hits"][0]["heading"], "Expenses > Per diem")
+        messages = self.fake.chats()[-1]["messages"]
+        self.assertEqual([m["role"] for m in messages], ["system", "user", "assistant", "user"])
+        self.assertEqual(messages[2]["content"], "EUR 70 a day .")
+        status, _, body = self.request("GET", "/api/search?q=and+the+hotel+cap%3F&h=What+is+the+per+diem+in+Japan%3F")
+        self.assertEqual(json.loads(body)["hits"][0]["heading"], "Expenses > Per diem")
+
+    def test_passage_by_number_with_the_question_words_marked(self):
+        head = self.ask("What is the per diem in Japan?")[0]
+        number, generation = head["passages"][0], head["generation"]
+        status, _, body = self.request("GET", f"/api/passage?n={number}&g={generation}&q=per+diem+Japan")
+        passage = json.loads(body)
+        self.assertEqual(passage["heading"], "Expenses > Per diem")
+        marked = {passage["text"][start:end].lower() for start, end in passage["marks"]}
+        self.assertEqual(marked, {"per", "diem", "japan", "per diem"} & marked | {"per", "diem", "japan"})
+        for query, expected in ((f"n={number}&g={generation + 1}", 409), (f"n=99999&g={generation}", 404),
+                                (f"n=-1&g={generation}", 404), (f"n=../../etc/passwd&g={generation}", 404),
+                                (f"n=%2e%2e%2fhandbook.txt&g={generation}", 404)):
+            with self.subTest(query=query):
+                self.assertEqual(self.request("GET", "/api/passage?" + query)[0], expected)
+
+    def test_marks_of_cjk_and_emoji_count_characters(self):
+        text = "🙂 東京オフィスの勤務時間"
+        self.assertEqual([text[a:b] for a, b in rag.marked(text, "東京の勤務")], ["東京", "の勤務"])  # の勤 is a token too
+
+    def test_explain_gives_the_stages_as_data(self):
+        status, _, body = self.request("GET", "/api/explain?q=and+who+approves+a+late+one%3F&h=When+do+I+have+to+file+"
+                                              "my+expense+report%3F&a=Within+30+days+%5B1%5D.")
+        x = json.loads(body)
+        self.assertIn(["approves", ["approv"]], x["words"])
+        self.assertIn(["report", 0.5], x["weights"])
+        first = x["hits"][0]
+        self.assertIn("Deadlines", first["heading"])
+        self.assertAlmostEqual(sum(weight for _, weight in first["parts"]), first["score"], places=6)
+        self.assertTrue(all(hit["fits"] for hit in x["hits"]))
+        self.assertEqual([m["role"] for m in x["request"]["body"]["messages"]], ["system", "user", "assistant", "user"])
+        self.assertLess(x["budget"]["base"], x["budget"]["context"])
+
+    def test_a_document_changed_between_two_questions(self):
+        old = rag.RELOAD_SECONDS
+        rag.RELOAD_SECONDS = 0.0
+        self.addCleanup(setattr, rag, "RELOAD_SECONDS", old)
+        first = self.ask("What is zorblax?")
+        self.assertEqual(first[0]["hits"], [])
+        with open(os.path.join(self.docs, "new.md"), "w") as f:
+            f.write("# Zorblax\n\nThe zorblax allowance is EUR 12 a month.\n")
+        second = self.ask("What is zorblax?")
+        self.assertEqual(second[0]["hits"][0]["source"], "new.md")
+        self.assertIn("1 file changed", second[0]["note"])
+        self.assertEqual(second[0]["generation"], first[0]["generation"] + 1)
+
+    def test_request_log_holds_no_question_unless_asked(self):
+        self.ask("What is the secret per diem?")
+        self.request("GET", "/api/search?q=secret+per+diem")
+        self.logged(r'"POST /api/ask" 200 [\d.]+ ms, wait [\d.]+ ms, model [\d.]+ ms')
+        self.logged(r'"GET /api/search" 200 [\d.]+ ms')
+        self.assertNotIn("secret", self.log.getvalue())
+        self.start(config_for(self.fake.url, [self.docs]), log_questions=True)
+        self.request("GET", "/api/search?q=secret+per+diem")
+        self.logged("secret")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Security: every rule of the issue.
+# ---------------------------------------------------------------------------------------------------
+
+class PageSecurityTest(ServerCase):
+    token = "s3cret-token"
+
+    def test_without_the_token_401_and_nothing_else(self):
+        for method, path in (("GET", "/"), ("GET", "/page.js"), ("GET", "/api/search?q=per+diem"),
+                             ("POST", "/api/ask"), ("GET", "/nowhere"), ("GET", "/?token=wrong")):
+            with self.subTest(path=path):
+                status, headers, body = self.request(method, path, {"question": "x"} if method == "POST" else None)
+                self.assertEqual(status, 401)
+                self.assertNotIn("diem", body)
+                self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+
+    def test_the_token_in_the_address_becomes_a_strict_cookie(self):
+        status, headers, _ = self.request("GET", "/?token=s3cret-token")
+        self.assertEqual(status, 200)
+        cookie = headers["Set-Cookie"]
+        self.assertEqual(cookie, f"rag_token_{self.port}=s3cret-token; HttpOnly; SameSite=Strict; Path=/")
+        for extra in ({"Cookie": cookie.split(";")[0]}, {"Authorization": "Bearer s3cret-token"}):
+            with self.subTest(extra=extra):
+                self.assertEqual(self.request("GET", "/api/search?q=per+diem", headers=extra)[0], 200)
+        self.assertEqual(self.request("GET", "/api/search?q=x", headers={"Cookie": f"rag_token_{self.port}=nope"})[0], 401)
+
+    def test_a_token_is_required_off_loopback(self):
+        self.assertIsNone(rag.access_token("127.0.0.1"))
+        self.assertIsNone(rag.access_token("::1"))
+        self.assertEqual(rag.access_token("127.0.0.1", "given"), "given")
+        self.assertGreaterEqual(len(rag.access_token("0.0.0.0")), 24)
+        self.assertNotEqual(rag.access_token("0.0.0.0"), rag.access_token("0.0.0.0"))
+        os.environ["RAG_TOKEN"] = "from-env"
+        self.addCleanup(os.environ.pop, "RAG_TOKEN")
+        self.assertEqual(rag.access_token("0.0.0.0"), "from-env")
+
+
+class PageRequestRulesTest(ServerCase):
+    def test_host_must_name_this_server(self):
+        for host, expected in ((f"127.0.0.1:{self.port}", 200), (f"localhost:{self.port}", 200), (f"[::1]:{self.port}", 200),
+                               (f"evil.example:{self.port}", 421), (f"127.0.0.1:{self.port + 1}", 421), ("localhost", 421),
+                               (f"localhost.:{self.port}", 200), (f"attacker.localhost.evil:{self.port}", 421)):
+            with self.subTest(host=host):
+                self.assertEqual(self.request("GET", "/api/status", headers={"Host": host})[0], expected)
+
+    def test_state_changing_requests_check_origin(self):
+        question = {"question": "per diem"}
+        self.assertEqual(self.request("POST", "/api/ask", question, {"Origin": "http://evil.example"})[0], 403)
+        self.assertEqual(self.request("POST", "/api/ask", question, {"Origin": "null"})[0], 403)
+        self.assertEqual(self.request("POST", "/api/ask", question, {"Sec-Fetch-Site": "cross-site"})[0], 403)
+        self.assertEqual(self.request("POST", "/api/ask", question, {"Origin": f"http://{self.host}"})[0], 200)
+        self.assertEqual(self.request("POST", "/api/ask", json.dumps(question), {"Content-Type": "text/plain"})[0], 415)
+        self.assertEqual(self.request("GET", "/api/search?q=x", headers={"Sec-Fetch-Site": "cross-site"})[0], 403)
+
+    def test_oversized_requests(self):
+        cases = [("POST", "/api/ask", b"", {"Content-Length": str(rag.MAX_BODY_BYTES + 1)}, 413),
+                 ("POST", "/api/ask", {"question": "x" * (rag.MAX_QUESTION_CHARS + 1)}, {}, 413),
+                 ("GET", "/api/search?q=" + "x" * (rag.MAX_QUESTION_CHARS + 1), None, {}, 413),
+                 ("GET", "/api/search?q=" + "x" * (rag.MAX_HEADER_BYTES + 1), None, {}, 414),
+                 ("GET", "/", None, {"X-Big": "y" * rag.MAX_HEADER_BYTES}, 431),
+                 ("GET", "/api/search?" + "&".join(["h=a"] * 20), None, {}, 400),
+                 ("POST", "/api/ask", b"{not json", {}, 400),
+                 ("POST", "/api/ask", {"question": "x", "history": "not a list"}, {}, 400),
+                 ("POST", "/api/ask", {"question": ""}, {}, 400)]
+        for method, path, body, headers, expected in cases:
+            with self.subTest(path=path[:40], headers=list(headers), expected=expected):
+                self.assertEqual(self.request(method, path, body, headers)[0], expected)
+
+    def test_only_the_pages_own_routes_exist(self):
+        for path in ("/nowhere", "/handbook.txt", "/../rag.py", "/%2e%2e/rag.py", "//etc/passwd", "/page.js/..",
+                     "/api/passage/../../etc/passwd", "/api/", "/PAGE.JS", "/page.js%00", "http://evil/page.js"):
+            with self.subTest(path=path):
+                status, headers, body = self.request("GET", path, headers={"Host": self.host})
+                self.assertEqual((status, body), (404, "no such page"))
+                self.assertIn("default-src 'none'", headers["Content-Security-Policy"])
+        self.assertEqual(self.request("GET", "/api/ask")[0], 405)
+        self.assertEqual(self.request("POST", "/api/search", {})[0], 405)
+        self.assertEqual(self.request("DELETE", "/")[0], 501)
+
+    def test_a_slow_client_is_dropped_and_blocks_nobody(self):
+        old = rag.IDLE_SECONDS
+        rag.IDLE_SECONDS = 0.5
+        self.addCleanup(setattr, rag, "IDLE_SECONDS", old)
+        self.start(config_for(self.fake.url, [self.docs]))
+        slow = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(slow.close)
+        slow.sendall(b"GET /api/status HTTP/1.1\r\nHost: ")  # and then nothing
+        self.assertEqual(self.request("GET", "/api/status")[0], 200)  # answered meanwhile
+        slow.settimeout(5)
+        self.assertEqual(slow.recv(100), b"")  # closed by the server after IDLE_SECONDS
+
+    def test_connections_are_bounded(self):
+        old = rag.MAX_CONNECTIONS
+        rag.MAX_CONNECTIONS = 2
+        self.addCleanup(setattr, rag, "MAX_CONNECTIONS", old)
+        self.start(config_for(self.fake.url, [self.docs]))
+        idle = [socket.create_connection(("127.0.0.1", self.port)) for _ in range(2)]
+        for connection in idle:
+            self.addCleanup(connection.close)
+        time.sleep(0.2)
+        self.assertEqual(self.request("GET", "/api/status")[0], 503)
+        idle[0].close()
+        time.sleep(0.2)
+        self.assertEqual(self.request("GET", "/api/status")[0], 200)
+
+    def test_hostile_document_text_is_served_as_json_never_as_a_page(self):
+        with open(os.path.join(self.docs, "<img src=x onerror=alert(1)>.md"), "w") as f:
+            f.write("# <script>alert(1)</script>\n\nThe zorblax <img src=x onerror=alert(2)> javascript:alert(3) [1]\n")
+        self.start(config_for(self.fake.url, [self.docs]))
+        status, headers, body = self.request("GET", "/api/search?q=zorblax")
+        self.assertEqual((headers["Content-Type"], headers["X-Content-Type-Options"]), ("application/json", "nosniff"))
+        hit = json.loads(body)["hits"][0]
+        self.assertEqual((hit["source"], hit["heading"]), ("<img src=x onerror=alert(1)>.md", "<script>alert(1)</script>"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Several people at once.
+# ---------------------------------------------------------------------------------------------------
+
+class PageConcurrencyTest(ServerCase):
+    model_calls, extra_words, delay = 2, 3, 0.01
+
+    def test_concurrent_questions_are_answered_whole_and_unmixed(self):
+        questions = [f"What is the per diem in country number {n}?" for n in range(8)]
+        results = {}
+
+        def client(question):
+            results[question] = self.ask(question)
+        threads = [threading.Thread(target=client, args=(q,)) for q in questions]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        self.assertEqual(sorted(results), sorted(questions))
+        waited = 0
+        for question, lines in results.items():
+            final = lines[-1]
+            self.assertEqual(final["question"], question)
+            self.assertEqual("".join(line.get("text", "") for line in lines).strip(), final["answer"])
+            self.assertTrue(final["answer"].startswith("About " + question))
+            waited += any("waiting" in line for line in lines)
+        self.assertGreater(waited, 0)  # 8 at once, 2 at a time: some were told to wait
+
+
+class PageDisconnectTest(ServerCase):
+    extra_words, delay = 200, 0.01  # a 2-second answer
+
+    def test_a_closed_tab_stops_its_generation_and_frees_the_model(self):
+        connection = socket.create_connection(("127.0.0.1", self.port))
+        body = json.dumps({"question": "What is the per diem in Japan?"}).encode()
+        connection.sendall(b"POST /api/ask HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (self.host.encode(), len(body), body))
+        received = b""
+        while received.count(b'{"text"') < 3:
+            received += connection.recv(4096)
+        connection.close()  # the tab is closed
+        self.assertTrue(self.fake.cut_off.wait(1.5), "the upstream stream was not closed")  # the answer takes 2 s
+        self.extra_words = 0
+        self.fake.extra_words = 0
+        lines = self.ask("When do I have to file my expense report?")  # the model is free again
+        self.assertNotIn("waiting", json.dumps(lines[1:]))
+        self.logged(r'"POST /api/ask" 499 ')
