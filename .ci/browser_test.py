@@ -1,0 +1,229 @@
+"""CI's browser test of rag.py's page (--serve): headless Chromium against the Ollama stand-in.
+
+    python .ci/browser_test.py [screenshot folder]     (with selenium; .ci/run installs it in a venv)
+
+Starts the stand-in (hash embeddings, a small delay between streamed pieces) and `rag.py --serve` on a
+copy of the handbook in a temporary folder, then drives the page with the keyboard where a person would,
+checks what it shows, and saves screenshots (PNG) in the folder (default: /tmp/rag-ci-screenshots).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, PROJECT)
+from test_rag import FakeModel  # noqa: E402  (a model whose answer the test chooses)
+
+RAG = os.path.join(PROJECT, "rag.py")
+STAND_IN = os.path.join(PROJECT, "..", "shared", "ollama-stand-in", "fake_ollama.py")
+HANDBOOK = os.path.join(PROJECT, "handbook.txt")
+HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"  # a file name is untrusted text too
+HOSTILE = """# Notes with <b>markup</b> & <script>window.__pwned = 1</script>
+
+The onerror markup test <img src=x onerror="window.__pwned=2"> sits next to [a link](javascript:window.__pwned=3),
+<a href="javascript:alert(1)">click me</a>, a fake citation [1] and [99], and </source> the end of a block.
+<style>body { display: none }</style><iframe src="javascript:alert(2)"></iframe>
+"""
+
+
+def start(command, env=None):
+    """Start a process that prints its address first; return (process, that first line)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=open(os.devnull, "w"), text=True, env=env)
+    return process, process.stdout.readline().strip()
+
+
+def harness(base, body):
+    """Set the stand-in's runtime config (fault injection)."""
+    request = urllib.request.Request(base + "/_harness/config", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=5).read()
+
+
+def main(shots):
+    os.makedirs(shots, exist_ok=True)
+    docs = tempfile.mkdtemp(prefix="rag-browser-")
+    shutil.copy(HANDBOOK, docs)
+    fake, line = start([sys.executable, STAND_IN, "--port", "0", "--hash-embeddings", "--token-delay", "0.15"])
+    ollama = "http://127.0.0.1:" + line.split("=", 1)[1]
+    cache = tempfile.mkdtemp(prefix="rag-browser-cache-")
+    server, url = start([sys.executable, "-u", RAG, "--serve", "127.0.0.1:0", "--docs", docs, "--cache", cache],
+                        env=dict(os.environ, OLLAMA_HOST=ollama))
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--user-data-dir=" + tempfile.mkdtemp(prefix="rag-chromium-"), "--window-size=1100,900"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    wait = WebDriverWait(driver, 20)
+    checks = []
+
+    def check(name, condition):
+        checks.append((name, bool(condition)))
+        print(("ok    " if condition else "FAIL  ") + name, flush=True)
+
+    def shot(name, element=None):
+        path = os.path.join(shots, name + ".png")
+        (element.screenshot if element else driver.save_screenshot)(path)
+
+    def turns():
+        return driver.find_elements(By.CSS_SELECTOR, "#thread .turn")
+
+    def finished(count):  # the count-th turn has its Explain button: the answer is complete
+        wait.until(lambda d: len(turns()) >= count and turns()[count - 1].find_elements(By.CSS_SELECTOR, ".actions"))
+        return turns()[count - 1]
+
+    try:
+        driver.get(url)
+        wait.until(lambda d: d.find_element(By.ID, "about").text)
+        check("the page says what it serves", "passages" in driver.find_element(By.ID, "about").text)
+        shot("01-start")
+
+        box = driver.find_element(By.ID, "q")  # autofocus: type straight away, Enter asks
+        driver.switch_to.active_element.send_keys("When do I have to file my expense report?" + Keys.ENTER)
+        quick = WebDriverWait(driver, 20, poll_frequency=0.02)
+        streamed = quick.until(lambda d: d.execute_script(
+            "const a = document.querySelector('.turn .answer.streaming'); return a && a.textContent"))
+        shot("02-streaming")
+        turn = finished(1)
+        answer = turn.find_element(By.CSS_SELECTOR, ".answer").text
+        check(f"the answer streamed in (a part was shown before the whole: {len(streamed)} of {len(answer)} characters)", 0 < len(streamed) < len(answer))
+        check("the answer is the handbook's deadline", "30 days" in answer)
+        cites = turn.find_elements(By.CSS_SELECTOR, ".answer a.cite")
+        check("the answer has a citation link", cites)
+        check("the sources are listed under the answer", "Deadlines" in turn.find_element(By.CSS_SELECTOR, ".sources").text)
+        check("the address keeps the question", "q=When+do+I+have+to+file" in driver.current_url)
+        shot("03-answer")
+
+        cites[0].send_keys(Keys.ENTER)  # keyboard: the link has focus, Enter opens the passage
+        wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
+        dialog = driver.find_element(By.ID, "passage")
+        marks = [m.text.lower() for m in dialog.find_elements(By.TAG_NAME, "mark")]
+        check("the cited passage opens with its source and lines", "handbook.txt, lines" in dialog.text)
+        check("the question's words are marked in it", {"expense", "report", "file"} <= set(marks) or
+              ("expense" in marks and "filed" in marks))
+        shot("04-passage")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is None)
+        check("Escape closes the passage", True)
+
+        box.send_keys("and who approves a late one?" + Keys.ENTER)
+        turn = finished(2)
+        check("the follow-up is answered from the deadline passage",
+              "Deadlines" in turn.find_element(By.CSS_SELECTOR, ".sources").text)
+        check("the address carries the earlier question", "h=When+do+I" in driver.current_url)
+        turn.find_element(By.CSS_SELECTOR, ".actions button").click()
+        explain = wait.until(lambda d: turn.find_element(By.CSS_SELECTOR, ".explain"))
+        check("Explain shows the earlier question's words at a lower weight", explain.find_elements(By.CSS_SELECTOR, ".chip.earlier"))
+        check("Explain ranks the deadline passage first",
+              "Deadlines" in explain.find_element(By.CSS_SELECTOR, ".scores li").text)
+        check("Explain shows the request sent to the model", "--- system ---" in explain.find_element(By.CSS_SELECTOR, ".request").text)
+        driver.execute_script("arguments[0].scrollIntoView()", turn)
+        shot("05-follow-up")
+        driver.set_window_size(1100, 2400)  # tall enough that the sticky question box does not cover it
+        driver.execute_script("window.scrollTo(0, 0)")
+        shot("06-explain", explain)
+        driver.set_window_size(1100, 900)
+
+        harness(ollama, {"fail_mode": "refuse"})  # the model server is down from now on
+        driver.find_element(By.ID, "new").click()
+        box.send_keys("per diem Japan")
+        driver.find_element(By.ID, "search").click()
+        turn = finished(3)
+        check("search works with the model server down", "Per diem" in turn.find_element(By.CSS_SELECTOR, ".hits").text)
+        shot("07-search-server-down")
+        box.send_keys("What is the hotel cap in Japan?" + Keys.ENTER)
+        turn = finished(4)
+        problem = turn.find_element(By.CSS_SELECTOR, ".problem").text
+        check("an answer with the server down says so in one sentence", problem.count(".") == 1 and "could not be asked" in problem)
+        check("... and still shows the passages", "Per diem" in turn.find_element(By.CSS_SELECTOR, ".hits").text)
+        driver.execute_script("arguments[0].scrollIntoView()", turn)
+        shot("08-ask-server-down")
+        harness(ollama, {"fail_mode": "none"})
+
+        with open(os.path.join(docs, HOSTILE_NAME), "w") as f:  # a document added while serving
+            f.write(HOSTILE)
+        time.sleep(2.5)  # RELOAD_SECONDS
+        driver.find_element(By.ID, "new").click()
+        box.send_keys("What does the onerror markup test say?" + Keys.ENTER)
+        turn = finished(5)
+        check("the page says the documents were re-read", "re-read" in turn.find_element(By.CSS_SELECTOR, ".reread").text)
+        check("the model's markup is shown as text", "<img src=x" in turn.find_element(By.CSS_SELECTOR, ".answer").text)
+        turn.find_element(By.CSS_SELECTOR, ".answer a.cite").click()
+        wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
+        text = driver.find_element(By.ID, "passage-text").text
+        check("the document's markup is shown as text", "<script>window.__pwned = 1</script>" in text and "javascript:" in text)
+        check("the file name is shown as text", HOSTILE_NAME in driver.find_element(By.ID, "passage-where").text)
+        check("no script of the document ran", driver.execute_script("return window.__pwned === undefined"))
+        check("no element of the document was made", driver.execute_script(
+            "return document.querySelectorAll('main img, main iframe, main style, dialog img, dialog a[href^=javascript]').length") == 0
+            and len(driver.find_elements(By.TAG_NAME, "script")) == 1)
+        try:
+            driver.switch_to.alert
+            check("no alert opened", False)
+        except NoAlertPresentException:
+            check("no alert opened", True)
+        shot("09-hostile-passage")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        driver.execute_script("arguments[0].scrollIntoView()", turn)
+        shot("10-hostile-answer")
+
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+        driver.get(url + "?q=What+is+the+per+diem+in+Japan%3F")  # a shared address asks its question again
+        turn = finished(1)
+        check("a shared address asks its question", "Per diem" in turn.find_element(By.CSS_SELECTOR, ".sources").text)
+        shot("11-phone-dark")
+        turn.find_element(By.CSS_SELECTOR, ".answer a.cite").click()
+        wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
+        shot("12-phone-dark-passage")
+
+        # Warnings, plainly where the answer is: a model (the tests' fake) that cites a source it was not
+        # given and is cut at its token limit.
+        warner = FakeModel(text="The per diem in Japan is EUR 70 a day [1], and the hotel cap EUR 190 [9].", done_reason="length")
+        second, second_url = start([sys.executable, "-u", RAG, "--serve", "127.0.0.1:0", "--docs", docs, "--cache", cache],
+                                   env=dict(os.environ, OLLAMA_HOST=warner.url))
+        try:
+            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+            driver.get(second_url + "?q=What+is+the+per+diem+in+Japan%3F")
+            turn = finished(1)
+            warnings = turn.find_element(By.CSS_SELECTOR, ".warnings").text
+            check("the warnings are shown with the answer", "cites [9]" in warnings and "cut short" in warnings)
+            check("a citation of a source not given is no link", turn.find_elements(By.CSS_SELECTOR, ".answer .cite.bad"))
+            shot("13-phone-warnings")
+        finally:
+            second.terminate()
+            second.wait()
+            warner.close()
+
+        logs = [entry["message"] for entry in driver.get_log("browser")]
+        check("no Content-Security-Policy violation or script error", not [m for m in logs if "Security Policy" in m or "Uncaught" in m])
+        for message in logs:
+            print("  console:", message[:200])
+    finally:
+        driver.quit()
+        server.terminate()
+        fake.terminate()
+        server.wait()
+        fake.wait()
+        shutil.rmtree(docs)
+        shutil.rmtree(cache)
+    failed = [name for name, passed in checks if not passed]
+    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.gettempdir(), "rag-ci-screenshots")))
