@@ -93,9 +93,7 @@ EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The e
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
 FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words (of every chunk
                        # when words find fewer); --explain ranks as deep
-MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones embedded last
-SAVE_SECONDS = 60      # while embedding, write the cache this often, so an interrupted run loses little
-CACHE_FORMAT = "rag.py embeddings 1"
+MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones asked last
 
 COLUMNS = 100          # width of --search, --explain and --eval listings
 EXCERPT_CHARS = 300    # characters of a passage shown under each hit of --search
@@ -1078,13 +1076,16 @@ CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, length
 CREATE TABLE IF NOT EXISTS postings (token TEXT, part INTEGER, numbers BLOB, counts BLOB,
     PRIMARY KEY (token, part)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked INTEGER,
+    PRIMARY KEY (model, key)) WITHOUT ROWID;
 """
 
 
 def open_index(path, again=True):
     """Return the Index in the database at path, made if it is not there, readable by the user only. One
-    that is damaged, or was made by another rag.py, is said so and made anew; where none can be written,
-    the index lives in memory for this run."""
+    that is damaged is said so and made anew; one made by another rag.py is indexed anew (the vectors in
+    it are kept: they depend on the text alone); where none can be written, the index lives in memory."""
     import sqlite3  # here, not at the top: see the note after the imports
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # yours only: it holds the documents' text
@@ -1093,15 +1094,19 @@ def open_index(path, again=True):
         made = first_row(index.db, "SELECT value FROM meta WHERE key = 'format'")
         if made in (None, (index_format(),)) or not again:
             return index
-        index.db.close()
-        why = "was made by another version of rag.py"
+        warn(f"the index {path} was made by another version of rag.py: indexing anew (its vectors are kept)")
+        in_transaction(index, lambda index: [index.db.execute(f"DELETE FROM {table}")
+                                             for table in ("files", "chunks", "parts", "postings", "meta")])
+        index.read_lengths()
+        return index
     except (OSError, sqlite3.OperationalError) as e:  # no such folder, read-only, locked for too long
         warn(f"cannot use the index {path} ({getattr(e, 'strerror', None) or e}); indexing in memory for this "
              "run: choose another folder with --cache, or use --no-cache")
         return Index()
     except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
-        why = f"is damaged ({e})"
-    warn(f"the index {path} {why}: indexing anew")
+        if not again:
+            raise RagError(f"the index {path} is still damaged after it was made anew ({e}): use --no-cache") from None
+        warn(f"the index {path} is damaged ({e}): indexing anew")
     try:
         for name in (path, path + "-wal", path + "-shm"):
             if os.path.exists(name):
@@ -1203,12 +1208,12 @@ def first_row(db, query, values=()):
     return rows[0] if rows else None
 
 
-def rows_where(db, query, values):
+def rows_where(db, query, values, *first):
     """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
-    at most 999 parameters before version 3.32)."""
+    at most 999 parameters before version 3.32); first: the parameters before the IN list."""
     for start in range(0, len(values), 500):
         some = values[start:start + 500]
-        yield from db.execute(query.format(", ".join("?" * len(some))), some)
+        yield from db.execute(query.format(", ".join("?" * len(some))), (*first, *some))
 
 
 def drop_files(index, paths):
@@ -1603,41 +1608,35 @@ def unit_vector(values):
 
 
 class EmbeddingCache:
-    """The vectors of one embedding model (with its prefixes) for one set of documents, in a JSON file.
+    """The vectors of one embedding model (with its prefixes, on one kind of server), kept in the index's
+    database beside its chunks: a chunk's by a hash of its text, so that unchanged text is never embedded
+    twice whatever its file, and the last MAX_CACHED_QUESTIONS questions'. Each batch is committed as it
+    comes, so a run that stops keeps what it embedded. (Vectors tell much of their text: the database is
+    the user's only.)"""
 
-    Only the chunks of the current documents are written back, so removed chunks stop taking space;
-    question vectors are kept for the last MAX_CACHED_QUESTIONS questions embedded."""
+    def __init__(self, path, model, api="ollama"):
+        import sqlite3  # here, not at the top: see the note after the imports
+        import threading
+        self.model, self.lock = model, threading.Lock()  # the page's threads add questions' vectors at once
+        self.name = "\t".join([api, model, *embed_prefixes(model)])  # what makes the vectors what they are
+        self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
+        self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")
+        row = first_row(self.db, "SELECT vector FROM vectors WHERE model = ? LIMIT 1", (self.name,))
+        self.dimension = len(row[0]) // 4 if row else None
 
-    def __init__(self, path, model):
-        self.path, self.model, self.prefixes = path, model, list(embed_prefixes(model))
-        self.dimension, self.chunks, self.questions = None, {}, {}
-        self.chunk_keys, self.changed = [], False
-        if path and os.path.exists(path):
-            self.load()
+    def chunks(self, keys):
+        """Return {key: unit vector} of the chunks' vectors cached, for these keys."""
+        return {key: array("f", vector) for key, vector in
+                rows_where(self.db, "SELECT key, vector FROM vectors WHERE model = ? AND key IN ({})", keys, self.name)}
 
-    def load(self):
-        """Read the cache file; anything unexpected is reported in one line and not trusted."""
-        import base64  # here, not at the top: see the note after the imports
-        import binascii
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
-            if str(data.get("format")).startswith("rag.py embeddings ") and data["format"] != CACHE_FORMAT:
-                warn(f"{self.path} was written by another version of rag.py: not using or changing it")
-                self.path = None
-                return
-            if data.get("format") != CACHE_FORMAT or data.get("model") != self.model \
-                    or data.get("prefixes") != self.prefixes:
-                raise ValueError("made for another model, or not by rag.py")
-            self.dimension = data["dimension"]
-            for name in ("chunks", "questions"):
-                vectors = {key: array("f", base64.b64decode(text)) for key, text in data[name].items()}
-                if any(len(vector) != self.dimension for vector in vectors.values()):
-                    raise ValueError("vectors of the wrong size")
-                setattr(self, name, vectors)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, binascii.Error) as e:
-            warn(f"ignoring the embedding cache {self.path} ({e}); it will be rebuilt")
-            self.dimension, self.chunks, self.questions, self.changed = None, {}, {}, True
+    def question(self, key):
+        """Return the question vector of this key, marked as the one asked last; None when not cached."""
+        with self.lock:
+            row = first_row(self.db, "SELECT vector FROM questions WHERE model = ? AND key = ?", (self.name, key))
+            if row:
+                self.db.execute("UPDATE questions SET asked = (SELECT max(asked) FROM questions) + 1 WHERE model = ? AND key = ?",
+                                (self.name, key))
+        return array("f", row[0]) if row else None
 
     def add(self, table, keys, vectors):
         """Store new vectors in table ("chunks" or "questions"). Chunk vectors of another size than the
@@ -1647,65 +1646,35 @@ class EmbeddingCache:
         if len(sizes) > 1:
             raise RagError(f"{self.model} returned vectors of {sizes[0]} and {sizes[-1]} numbers together; "
                            "the server is misbehaving, try again")
-        if self.dimension not in (None, len(vectors[0])) and table == "questions":
-            raise RagError(f"{self.model} made a question vector of {len(vectors[0])} numbers, the cached chunk "
-                           f"vectors have {self.dimension}: try again"
-                           + (f"; if the model was replaced, delete {self.path}" if self.path else ""))
-        if self.dimension not in (None, len(vectors[0])):
-            warn(f"{self.model} now makes vectors of {len(vectors[0])} numbers, not {self.dimension}: "
-                 "dropping the cached ones")
-            self.chunks, self.questions = {}, {}
-        self.dimension = len(vectors[0])
-        getattr(self, table).update(zip(keys, vectors))
-        self.changed = True
+        if self.dimension not in (None, sizes[0]) and table == "questions":
+            raise RagError(f"{self.model} made a question vector of {sizes[0]} numbers, the cached chunk vectors "
+                           f"have {self.dimension}: try again")
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            if self.dimension not in (None, sizes[0]):
+                warn(f"{self.model} now makes vectors of {sizes[0]} numbers, not {self.dimension}: dropping the cached ones")
+                self.db.execute("DELETE FROM vectors WHERE model = ?", (self.name,))
+                self.db.execute("DELETE FROM questions WHERE model = ?", (self.name,))
+            if table == "chunks":
+                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                    [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
+            else:
+                self.db.executemany("INSERT OR REPLACE INTO questions VALUES (?, ?, ?, (SELECT coalesce(max(asked), 0) + 1 "
+                                    "FROM questions))", [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
+                self.db.execute("DELETE FROM questions WHERE model = ? AND asked <= (SELECT max(asked) FROM questions) - ?",
+                                (self.name, MAX_CACHED_QUESTIONS))
+            self.db.execute("COMMIT")
+            self.dimension = sizes[0]
 
-    def save(self):
-        """Write the current chunks' vectors and the recent questions' atomically: a temporary file
-        renamed over the old one, so a crash or Ctrl-C mid-write leaves the old cache whole."""
-        import base64  # here, not at the top: see the note after the imports
-        import tempfile
-        if not self.path:
-            return
-        chunks = {key: self.chunks[key] for key in self.chunk_keys if key in self.chunks}
-        if not (self.changed or len(chunks) != len(self.chunks)):
-            return
-        recent = list(self.questions.items())[-MAX_CACHED_QUESTIONS:]
-        data = {"format": CACHE_FORMAT, "model": self.model, "prefixes": self.prefixes,
-                "dimension": self.dimension,
-                "chunks": {key: base64.b64encode(vector).decode() for key, vector in chunks.items()},
-                "questions": {key: base64.b64encode(vector).decode() for key, vector in recent}}
-        folder = os.path.dirname(self.path)
-        try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)  # yours only: vectors reveal the text
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-", suffix=".json")
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as f:
-                    json.dump(data, f)
-                for attempt in range(5):  # on Windows, a program reading the old file blocks this a moment
-                    try:
-                        os.replace(temporary, self.path)
-                        break
-                    except PermissionError:
-                        if attempt == 4:
-                            raise
-                        time.sleep(0.2)
-            except BaseException:
-                os.unlink(temporary)
-                raise
-        except OSError as e:
-            warn(f"could not write the embedding cache {self.path} ({e.strerror or e}); "
-                 "choose another folder with --cache, or use --no-cache")
-            self.path = None  # say so once, not at every save
-        self.chunks, self.changed = chunks, False
-
-
-def cache_path(folder, model, docs, api="ollama"):
-    """Return the cache file for a model on a kind of server and a set of --docs paths, in folder. (The
-    same model may give other vectors on another kind of server: another build, another quantization.)"""
-    name = model.replace("registry.ollama.ai/library/", "").replace(":", "-")  # alice/embed is not bob/embed
-    name = name if api == "ollama" else f"{api}-{name}"
-    docs_id = text_key("\n".join(sorted(os.path.abspath(d) for d in docs)))[:12]
-    return os.path.join(folder, f"embeddings-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{docs_id}.json")
+    def keep_only(self, keys):
+        """Drop the chunk vectors of every other key: of chunks that are no longer in the documents."""
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS kept (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM kept")
+            self.db.executemany("INSERT OR IGNORE INTO kept VALUES (?)", [(key,) for key in keys])
+            self.db.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM kept)", (self.name,))
+            self.db.execute("COMMIT")
 
 
 def default_cache_folder():
@@ -1730,8 +1699,7 @@ class Embeddings:
 def use_embeddings(index, config):
     """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search."""
-    path = cache_path(config.cache, config.embed_model, config.docs, config.api) if config.cache else None
-    cache = EmbeddingCache(path, config.embed_model)
+    cache = EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
     try:
         vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config)
         return Embeddings(dict(zip(index.numbers, vectors)), cache, config), config.mode
@@ -1772,33 +1740,30 @@ def embed_texts(config, texts, labels, shortened=False):
 
 
 def chunk_vectors(chunks, cache, config, retried=False):
-    """Return a unit vector per chunk: from the cache, else embedded now in batches and cached.
-
-    A first run over many documents can take an hour, so the cache is written every SAVE_SECONDS
-    and when the run stops for any reason (an error, Ctrl-C): the next run goes on from there."""
+    """Return a unit vector per chunk: from the cache, else embedded now in batches, each committed to
+    the cache as it comes (a first run over many documents can take an hour: one that stops goes on from
+    there next time). The cache then forgets the vectors of chunks that are gone."""
     prefix = embed_prefixes(cache.model)[1]
-    cache.chunk_keys = [text_key(prefix + chunk.text) for chunk in chunks]
+    keys = [text_key(prefix + chunk.text) for chunk in chunks]
+    vectors = cache.chunks(keys)
     # Chunks of the same text (a file copied twice) are embedded once: the dict keeps one per key.
-    missing = [(key, chunk) for key, chunk in dict(zip(cache.chunk_keys, chunks)).items() if key not in cache.chunks]
-    started = saved = time.monotonic()
-    try:
-        for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start:start + EMBED_BATCH]
-            texts = [prefix + chunk.text for _, chunk in batch]
-            labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
-            cache.add("chunks", [key for key, _ in batch], embed_texts(config, texts, labels))
-            if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
-                show_progress("embedding", start + len(batch), len(missing), started, "chunks")
-            if time.monotonic() - saved > SAVE_SECONDS:
-                cache.save()
-                saved = time.monotonic()
-    finally:
-        cache.save()
-    if any(key not in cache.chunks for key in cache.chunk_keys):
+    missing = [(key, chunk) for key, chunk in dict(zip(keys, chunks)).items() if key not in vectors]
+    started = time.monotonic()
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start:start + EMBED_BATCH]
+        texts = [prefix + chunk.text for _, chunk in batch]
+        labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
+        vectors.update(zip([key for key, _ in batch], embed_texts(config, texts, labels)))
+        cache.add("chunks", [key for key, _ in batch], [vectors[key] for key, _ in batch])
+        if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
+            show_progress("embedding", start + len(batch), len(missing), started, "chunks")
+    if any(len(vector) != cache.dimension for vector in vectors.values()):
         if retried:  # the vector size changed during the run, and the old vectors were dropped
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
         return chunk_vectors(chunks, cache, config, retried=True)
-    return [cache.chunks[key] for key in cache.chunk_keys]
+    if first_row(cache.db, "SELECT count(*) FROM vectors WHERE model = ?", (cache.name,))[0] > len(vectors):
+        cache.keep_only(list(vectors))
+    return [vectors[key] for key in keys]
 
 
 def question_vector(question, embeddings):
@@ -1806,11 +1771,11 @@ def question_vector(question, embeddings):
     cache = embeddings.cache
     text = embed_prefixes(cache.model)[0] + question
     key = text_key(text)
-    if key in cache.questions:
-        cache.questions[key] = cache.questions.pop(key)  # most recently used last
-    else:
-        cache.add("questions", [key], embed_texts(embeddings.config, [text], ["the question"]))
-    return cache.questions[key]
+    vector = cache.question(key)
+    if vector is None:
+        vector = embed_texts(embeddings.config, [text], ["the question"])[0]
+        cache.add("questions", [key], [vector])
+    return vector
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2540,17 +2505,13 @@ def main(argv=None):
         index = build_index(config)
         embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
         config = replace(config, mode=mode)
-        try:
-            if not cases:
-                return 1 if run_questions(index, config, embeddings, args) else 0
-            report = evaluate(index, cases, args.eval, config, embeddings)
-            if args.answer:
-                report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
-            print_report(report, args.json)
-            return 1 if report.get("answers", {}).get("failed") else 0
-        finally:
-            if embeddings:
-                embeddings.cache.save()  # the questions' vectors
+        if not cases:
+            return 1 if run_questions(index, config, embeddings, args) else 0
+        report = evaluate(index, cases, args.eval, config, embeddings)
+        if args.answer:
+            report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
+        print_report(report, args.json)
+        return 1 if report.get("answers", {}).get("failed") else 0
     except RagError as e:
         error(str(e))
         return e.exit_code

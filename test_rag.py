@@ -866,11 +866,15 @@ class IndexStoreTest(TempFolder):
         index = rag.open_index(self.path)
         index.db.execute("UPDATE meta SET value = 'rag.py index 1 an-older-one'")
         index.db.close()
+        cache = rag.EmbeddingCache(self.path, "m")
+        cache.add("chunks", ["a"], [rag.unit_vector([1.0, 0.0])])  # a vector depends on the text alone: kept
+        cache.db.close()
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             self.assertEqual(self.updated(self.path)[1], 3)
         self.assertEqual(err.getvalue(), f"rag.py: warning: the index {self.path} was made by another version of "
-                                         "rag.py: indexing anew\n")
+                                         "rag.py: indexing anew (its vectors are kept)\n")
+        self.assertEqual(list(rag.EmbeddingCache(self.path, "m").chunks(["a"])), ["a"])
 
     def test_no_writable_folder_means_an_index_in_memory_said_once(self):
         self.write("cache", "a file where the folder should be")
@@ -933,9 +937,18 @@ class OllamaHostTest(unittest.TestCase):
 
 # ----------------------------------------------------------------------------------------- Embed
 
-def embedding_caches(folder):
-    """The embedding cache files in a cache folder, sorted (the index databases are there too)."""
-    return sorted(name for name in os.listdir(folder) if name.startswith("embeddings-"))
+def stored_vectors(folder, *docs):
+    """Return {model name: sorted sizes} of the chunk vectors stored in the index of these --docs paths."""
+    import sqlite3
+    db = sqlite3.connect(rag.index_path(folder, docs))
+    rows = db.execute("SELECT model, length(vector) / 4 FROM vectors").fetchall()
+    db.close()
+    return {model: sorted(size for name, size in rows if name == model) for model, _ in rows}
+
+
+def index_files(folder):
+    """The index databases in a cache folder."""
+    return sorted(name for name in os.listdir(folder) if name.endswith(".sqlite3"))
 
 
 NO_EMBED_ENDPOINT = replies(404, "404 page not found", "text/plain")  # Ollama before 0.2.6
@@ -999,16 +1012,17 @@ class EmbedTest(TempFolder):
         self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")
         self.search()
         self.assertEqual(self.embed_inputs(), [["# Leave\n\nAnnual leave is 30 days a year."]])
-        with open(os.path.join(self.cache, embedding_caches(self.cache)[0]), encoding="utf-8") as f:
-            self.assertEqual(len(json.load(f)["chunks"]), 3)  # the old leave chunk is gone
+        self.assertEqual(list(map(len, stored_vectors(self.cache, self.docs).values())), [3])  # the old leave chunk's is gone
 
-    def test_removing_a_file_rewrites_the_cache_once_and_then_not_at_all(self):
+    def test_removing_a_file_forgets_its_vectors_once_and_then_does_nothing(self):
         self.search()
         os.remove(os.path.join(self.docs, "leave.md"))
-        for expected_writes in (1, 0):
-            with mock.patch.object(rag.os, "replace", wraps=os.replace) as replace:
+        for expected in (1, 0):
+            with mock.patch.object(rag.EmbeddingCache, "keep_only", autospec=True,
+                                   side_effect=rag.EmbeddingCache.keep_only) as keep_only:
                 self.assertEqual(self.search()[0], 0)
-            self.assertEqual(replace.call_count, expected_writes)
+            self.assertEqual(keep_only.call_count, expected)
+        self.assertEqual(list(map(len, stored_vectors(self.cache, self.docs).values())), [2])
 
     def test_a_model_switch_never_mixes_vectors(self):
         self.search(model="all-minilm")
@@ -1017,13 +1031,9 @@ class EmbedTest(TempFolder):
         code, out, err = self.search(model="nomic-embed-text")
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(sum(len(batch) for batch in self.embed_inputs()), 4)  # every chunk again
-        files = sorted(embedding_caches(self.cache))
-        self.assertEqual(len(files), 2)
-        dims = []
-        for name in files:
-            with open(os.path.join(self.cache, name), encoding="utf-8") as f:
-                dims.append(json.load(f)["dimension"])
-        self.assertEqual(sorted(dims), [8, 16])
+        self.assertEqual(stored_vectors(self.cache, self.docs), {"ollama\tall-minilm\t\t": [16] * 3,
+                                                                 "ollama\tnomic-embed-text\tsearch_query: \t"
+                                                                 "search_document: ": [8] * 3})
 
     def test_a_question_vector_of_another_size_is_an_error_that_keeps_the_cached_chunks(self):
         self.search()                      # chunks cached with 16 numbers a vector
@@ -1032,7 +1042,7 @@ class EmbedTest(TempFolder):
         self.assertEqual((code, json.loads(out)["hits"]), (1, []))
         self.assertEqual("rag.py: " + json.loads(out)["error"] + "\n", err)
         self.assertRegex(err, r"^rag.py: all-minilm made a question vector of 8 numbers, the cached chunk vectors "
-                              r"have 16: try again; if the model was replaced, delete \S+\.json\n$")
+                              r"have 16: try again\n$")
         self.fake.dims = 16
         self.embed_inputs()
         self.assertEqual(self.search("annual leave")[0], 0)
@@ -1079,24 +1089,6 @@ class EmbedTest(TempFolder):
         self.assertEqual(len(texts), 3)  # the 2 chunks not embedded before, then the question
         self.assertNotIn(embedded[0], texts)
         self.assertIn(failed[0], texts)
-
-    def test_a_long_embedding_run_writes_the_cache_every_save_seconds(self):
-        """A clock that moves 40 s at every look, SAVE_SECONDS 60, one chunk a batch: the clock reads
-        0 at the start, 40 after chunk 1 (no save), 80 after chunk 2 (save, then reads 120), 160 after
-        chunk 3 (40 s since the save: none). Then the run's end writes all 3 chunks."""
-        written = []  # chunks in the cache file after each write
-
-        def save(cache, real=rag.EmbeddingCache.save):
-            real(cache)
-            with open(cache.path, encoding="utf-8") as f:
-                written.append(len(json.load(f)["chunks"]))
-        clock = itertools.count(0, 40)
-        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag.EmbeddingCache, "save", save), \
-                mock.patch.object(rag.time, "monotonic", lambda: next(clock)):
-            rag.chunk_vectors(rag.split_documents(rag.load_documents([self.docs])),
-                              rag.EmbeddingCache(os.path.join(self.cache, "c.json"), "all-minilm"),
-                              rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
-        self.assertEqual(written, [2, 3])
 
     def test_no_cache_writes_nothing(self):
         self.search("per diem in Japan", "--no-cache")
@@ -1184,7 +1176,7 @@ class EmbedTest(TempFolder):
                 err = io.StringIO()
                 err.isatty = lambda: terminal
                 with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
-                    cache = rag.EmbeddingCache(None, "all-minilm")
+                    cache = rag.EmbeddingCache(":memory:", "all-minilm")
                     vectors = rag.chunk_vectors(chunks, cache, rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
                 self.assertEqual(len(vectors), 9)
                 if terminal:
@@ -1199,7 +1191,7 @@ class EmbedTest(TempFolder):
         self.assertEqual(list(vector), [0.6000000238418579, 0.800000011920929])  # float32
         self.assertEqual(list(rag.unit_vector([0.0, 0.0])), [0.0, 0.0])
 
-    def test_each_set_of_docs_has_its_own_cache_file(self):
+    def test_each_set_of_docs_has_its_own_index_and_vectors(self):
         other = os.path.dirname(self.write("other/faq.md", "# FAQ\n\nThe travel desk opens at nine."))
 
         def search(*folders):
@@ -1208,14 +1200,14 @@ class EmbedTest(TempFolder):
                              "--embed-model", "all-minilm", "--search", "--json", "travel desk"])
         search(self.docs)
         search(other)
-        self.assertEqual(len(embedding_caches(self.cache)), 2)
+        self.assertEqual(len(index_files(self.cache)), 2)
         self.embed_inputs()
         search(self.docs)
         self.assertEqual(self.embed_inputs(), [])  # the other folder's run did not replace this one's vectors
         search(self.docs, other)
         self.embed_inputs()
         search(other, self.docs)                   # the same set named in another order: the same file
-        self.assertEqual((len(embedding_caches(self.cache)), self.embed_inputs()), (3, []))
+        self.assertEqual((len(index_files(self.cache)), self.embed_inputs()), (3, []))
 
     def test_a_reply_with_the_wrong_number_of_vectors_is_an_error(self):
         def one_short(handler, body):  # a broken server: the last text of a batch gets no vector
@@ -1241,157 +1233,78 @@ class EmbedTest(TempFolder):
 
 
 class EmbeddingCacheTest(TempFolder):
-    """The cache's own methods: load, add and save, on a file in a temporary folder."""
+    """The cache's own methods, on an index database in a temporary folder."""
 
     def setUp(self):
         super().setUp()
-        self.path = os.path.join(self.folder, "cache", "c.json")
+        self.path = os.path.join(self.folder, "index.sqlite3")
 
-    def saved(self, chunks=None, questions=None, model="nomic-embed-text"):
-        """Return a cache saved with these {key: vector} tables, read back from its file."""
-        cache = rag.EmbeddingCache(self.path, model)
-        for table, vectors in (("chunks", chunks or {"a": [1.0, 0.0]}), ("questions", questions or {})):
-            if vectors:
-                cache.add(table, list(vectors), [rag.unit_vector(v) for v in vectors.values()])
-        cache.chunk_keys = list(chunks or {"a": 0})
-        cache.save()
-        return rag.EmbeddingCache(self.path, model)
+    def vectors(self, *pairs):
+        return [rag.unit_vector(pair) for pair in pairs]
 
-    def load_with_warnings(self, model="nomic-embed-text"):
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            cache = rag.EmbeddingCache(self.path, model)
-        return cache, err.getvalue()
+    def test_what_one_run_stored_the_next_finds(self):
+        cache = rag.EmbeddingCache(self.path, "nomic-embed-text")
+        cache.add("chunks", ["a", "b"], self.vectors([3.0, 4.0], [0.0, 2.0]))
+        cache.add("questions", ["q"], self.vectors([1.0, 1.0]))
+        cache.db.close()
+        again = rag.EmbeddingCache(self.path, "nomic-embed-text")
+        self.assertEqual((again.dimension, sorted(again.chunks(["a", "b", "c"]))), (2, ["a", "b"]))
+        self.assertEqual(list(again.chunks(["a"])["a"]), list(rag.unit_vector([3.0, 4.0])))
+        self.assertEqual(list(again.question("q")), list(rag.unit_vector([1.0, 1.0])))
+        self.assertIsNone(again.question("another question"))
 
-    def test_what_is_saved_is_loaded_back(self):
-        cache = self.saved({"a": [3.0, 4.0], "b": [0.0, 2.0]}, {"q": [1.0, 1.0]})
-        self.assertEqual((cache.dimension, sorted(cache.chunks), list(cache.questions)), (2, ["a", "b"], ["q"]))
-        self.assertEqual(list(cache.chunks["a"]), list(rag.unit_vector([3.0, 4.0])))
-
-    def test_a_damaged_or_foreign_file_is_ignored_with_one_warning(self):
-        self.saved()
-        with open(self.path, encoding="utf-8") as f:
-            good = json.load(f)
-        table = [b"", b'{"format": "rag.py embeddings 1", "model": "nomic-embed-text"', b"\x00\xff garbage",
-                 b'{"format": "someone else"}', b"[1, 2, 3]",
-                 json.dumps(dict(good, dimension=4)).encode(),                 # vectors of the wrong size
-                 json.dumps(dict(good, prefixes=["", ""])).encode(),           # made with other prefixes
-                 json.dumps(dict(good, model="nomic-embed-text:v2")).encode()]  # for another model
-        for damage in table:
-            with self.subTest(damage=damage[:40]):
-                with open(self.path, "wb") as f:
-                    f.write(damage)
-                cache, err = self.load_with_warnings()
-                self.assertRegex(err, r"^rag.py: warning: ignoring the embedding cache \S+ \(.+\); it will be rebuilt\n$")
-                self.assertEqual((cache.chunks, cache.questions, cache.changed), ({}, {}, True))
-
-    def test_a_file_of_another_rag_py_version_is_neither_used_nor_written(self):
-        self.saved()
-        with open(self.path, encoding="utf-8") as f:
-            data = json.load(f)
-        with open(self.path, "w", encoding="utf-8") as f:
-            json.dump(dict(data, format="rag.py embeddings 2"), f)
-        with open(self.path, "rb") as f:
-            before = f.read()
-        cache, err = self.load_with_warnings()
-        self.assertEqual(err, f"rag.py: warning: {self.path} was written by another version of rag.py: "
-                              "not using or changing it\n")
-        cache.add("chunks", ["b"], [rag.unit_vector([1.0, 1.0])])
-        cache.save()
-        with open(self.path, "rb") as f:
-            self.assertEqual(f.read(), before)
+    def test_models_prefixes_and_kinds_of_server_keep_their_own_vectors(self):
+        caches = [rag.EmbeddingCache(self.path, model, api) for model, api in
+                  [("alice/embed", "ollama"), ("bob/embed", "ollama"), ("alice/embed", "openai"), ("nomic-embed-text", "ollama")]]
+        for n, cache in enumerate(caches):
+            cache.add("chunks", ["a"], self.vectors([1.0, float(n)]))
+        self.assertEqual([round(cache.chunks(["a"])["a"][1], 3) for cache in caches], [0.0, 0.707, 0.894, 0.949])
 
     def test_vectors_of_another_size_drop_the_chunks_but_a_question_of_another_size_is_an_error(self):
-        cache = rag.EmbeddingCache(None, "m")
-        cache.add("chunks", ["a"], [rag.unit_vector([1.0, 0.0])])
+        cache = rag.EmbeddingCache(":memory:", "m")
+        cache.add("chunks", ["a"], self.vectors([1.0, 0.0]))
         with self.assertRaisesRegex(rag.RagError, "^m made a question vector of 3 numbers, the cached chunk "
                                                   "vectors have 2: try again$"):
-            cache.add("questions", ["q"], [rag.unit_vector([1.0, 0.0, 0.0])])
+            cache.add("questions", ["q"], self.vectors([1.0, 0.0, 0.0]))
         with self.assertRaisesRegex(rag.RagError, "returned vectors of 2 and 3 numbers together"):
-            cache.add("chunks", ["b", "c"], [rag.unit_vector([1.0, 0.0]), rag.unit_vector([1.0, 0.0, 0.0])])
-        self.assertEqual(list(cache.chunks), ["a"])
+            cache.add("chunks", ["b", "c"], self.vectors([1.0, 0.0], [1.0, 0.0, 0.0]))
+        self.assertEqual(list(cache.chunks(["a", "b", "c"])), ["a"])
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            cache.add("chunks", ["b"], [rag.unit_vector([1.0, 0.0, 0.0])])  # the model was replaced
+            cache.add("chunks", ["b"], self.vectors([1.0, 0.0, 0.0]))  # the model was replaced
         self.assertEqual(err.getvalue(), "rag.py: warning: m now makes vectors of 3 numbers, not 2: dropping the "
                                          "cached ones\n")
-        self.assertEqual((list(cache.chunks), cache.dimension), (["b"], 3))
+        self.assertEqual((list(cache.chunks(["a", "b"])), cache.dimension), (["b"], 3))
 
-    def test_save_keeps_the_current_chunks_and_the_latest_questions(self):
-        cache = rag.EmbeddingCache(self.path, "m")
-        cache.add("chunks", ["old", "new"], [rag.unit_vector([1.0, 0.0])] * 2)
-        cache.add("questions", ["q1", "q2", "q3"], [rag.unit_vector([0.0, 1.0])] * 3)
-        cache.chunk_keys = ["new"]  # the documents have no "old" chunk any more
+    def test_the_questions_asked_last_are_kept(self):
+        cache = rag.EmbeddingCache(":memory:", "m")
         with mock.patch.object(rag, "MAX_CACHED_QUESTIONS", 2):
-            cache.save()
-        loaded = rag.EmbeddingCache(self.path, "m")
-        self.assertEqual((list(loaded.chunks), list(loaded.questions)), (["new"], ["q2", "q3"]))
+            for key in ("q1", "q2", "q3"):
+                cache.add("questions", [key], self.vectors([1.0, 0.0]))
+            self.assertEqual([cache.question(key) is not None for key in ("q1", "q2", "q3")], [False, True, True])
+            cache.question("q2")  # asked again: the latest now
+            cache.add("questions", ["q4"], self.vectors([1.0, 0.0]))
+            self.assertEqual([cache.question(key) is not None for key in ("q2", "q3", "q4")], [True, False, True])
 
-    def test_a_question_asked_again_becomes_the_most_recent(self):
-        cache = rag.EmbeddingCache(None, "m")
-        cache.add("questions", [rag.text_key("a"), rag.text_key("b")], [rag.unit_vector([1.0, 0.0])] * 2)
-        rag.question_vector("a", rag.Embeddings([], cache, rag.Config()))  # from the cache: no server asked
-        self.assertEqual(list(cache.questions), [rag.text_key("b"), rag.text_key("a")])
+    def test_keep_only_forgets_the_chunks_that_are_gone(self):
+        cache = rag.EmbeddingCache(":memory:", "m")
+        cache.add("chunks", ["old", "new"], self.vectors([1.0, 0.0], [0.0, 1.0]))
+        cache.keep_only(["new"])
+        self.assertEqual(list(cache.chunks(["old", "new"])), ["new"])
 
-    def test_save_writes_only_when_something_changed(self):
-        cache = self.saved()
-        cache.chunk_keys = ["a"]
-        with mock.patch.object(rag.os, "replace") as replace:
-            cache.save()
-        replace.assert_not_called()
-
-    def test_save_is_atomic_and_private(self):
-        self.saved()
-        with open(self.path, "rb") as f:
-            before = f.read()
-        cache = rag.EmbeddingCache(self.path, "nomic-embed-text")
-        cache.add("chunks", ["b"], [rag.unit_vector([0.0, 1.0])])
-        with mock.patch.object(rag.json, "dump", side_effect=KeyboardInterrupt), self.assertRaises(KeyboardInterrupt):
-            cache.save()
-        with open(self.path, "rb") as f:
-            self.assertEqual(f.read(), before)                            # the old cache is whole
-        self.assertEqual(os.listdir(os.path.dirname(self.path)), ["c.json"])  # no temporary file left
-        if os.name == "posix":
-            self.assertEqual(os.stat(os.path.dirname(self.path)).st_mode & 0o777, 0o700)
-            self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
-
-    def test_a_file_held_open_for_a_moment_is_still_replaced(self):
-        replace, calls = os.replace, []
-
-        def busy_twice(source, target):  # as Windows answers while another program reads the old file
-            calls.append(target)
-            if len(calls) <= 2:
-                raise PermissionError(13, "Access is denied", target)
-            replace(source, target)
-        with mock.patch.object(rag.os, "replace", busy_twice), mock.patch.object(rag.time, "sleep"):
-            cache = self.saved()
-        self.assertEqual((len(calls), list(cache.chunks)), (3, ["a"]))
-
-    def test_an_unwritable_folder_is_reported_once_and_not_tried_again(self):
-        self.write("cache", "a file where the folder should be")
-        cache = rag.EmbeddingCache(self.path, "m")
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            for key in ("a", "b"):
-                cache.add("chunks", [key], [rag.unit_vector([1.0, 0.0])])
-                cache.chunk_keys.append(key)
-                cache.save()
-        self.assertEqual(err.getvalue().count("could not write the embedding cache"), 1, err.getvalue())
-        self.assertIsNone(cache.path)
-
-    def test_models_of_two_namespaces_have_two_cache_files(self):
-        paths = {rag.cache_path("c", model, ["docs"]) for model in ("alice/embed", "bob/embed", "embed")}
-        self.assertEqual(len(paths), 3)
-        self.assertEqual(rag.cache_path("c", "registry.ollama.ai/library/nomic-embed-text:latest", ["docs"]),
-                         rag.cache_path("c", "nomic-embed-text:latest", ["docs"]))
+    def test_a_question_asked_again_is_not_embedded_again(self):
+        cache = rag.EmbeddingCache(":memory:", "m")
+        cache.add("questions", [rag.text_key("a")], self.vectors([1.0, 0.0]))
+        vector = rag.question_vector("a", rag.Embeddings({}, cache, rag.Config()))  # no server: from the cache
+        self.assertEqual(list(vector), [1.0, 0.0])
 
 
 # ----------------------------------------------------------------------------------------- Retrieve
 
 def embeddings_of(vectors, question, question_vector):
     """Embeddings of made-up chunk vectors, with the question's vector in the cache (no server needed)."""
-    cache = rag.EmbeddingCache(None, "test-model")
-    cache.questions[rag.text_key(question)] = rag.unit_vector(question_vector)
+    cache = rag.EmbeddingCache(":memory:", "test-model")
+    cache.add("questions", [rag.text_key(question)], [rag.unit_vector(question_vector)])
     return rag.Embeddings([rag.unit_vector(v) for v in vectors], cache, rag.Config())
 
 
@@ -2591,8 +2504,7 @@ class OpenAiServerTest(unittest.TestCase):
                 self.assertEqual(inputs, [expected])
             else:
                 self.assertEqual(sum(map(len, inputs)), rag.build_index(rag.Config(cache="")).size + 1)
-        self.assertEqual(embedding_caches(cache), [rag.os.path.basename(rag.cache_path(cache, "models/tiny-q4.gguf",
-                                                                                        (rag.DEFAULT_DOCS,), "openai"))])
+        self.assertEqual(list(stored_vectors(cache, rag.DEFAULT_DOCS)), ["openai\tmodels/tiny-q4.gguf\t\t"])
 
     def test_a_server_without_embeddings_and_a_text_too_long_for_them(self):
         self.fake.on_v1_embeddings = replies(501, {"error": {"code": 501, "message": "This server does not support "
