@@ -5176,7 +5176,11 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
             finally:
                 self.connections.release()
 
-    server = Server((host, int(port)), Handler)
+    try:
+        server = Server((host, int(port)), Handler)
+    except (OSError, OverflowError) as e:  # a port in use, an address this machine does not have
+        raise RagError(f"--serve {address}: cannot listen there ({getattr(e, 'strerror', None) or e}); "
+                       "choose another address or port") from None
     server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions)
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
     server.url = f"http://{shown}:{server.server_address[1]}/" + (f"?token={token}" if token else "")

@@ -4191,6 +4191,16 @@ class PageSecurityTest(ServerCase):
                 self.assertEqual(self.request("GET", "/api/search?q=per+diem", headers=extra)[0], 200)
         self.assertEqual(self.request("GET", "/api/search?q=x", headers={"Cookie": f"rag_token_{self.port}=nope"})[0], 401)
 
+    def test_an_address_that_cannot_be_listened_on_is_one_line(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            address = "127.0.0.1:%d" % taken.getsockname()[1]
+            code, out, err = run_main(["--serve", address])
+        self.assertEqual((code, out), (1, ""))
+        self.assertRegex(err, rf"^rag.py: --serve {address}: cannot listen there \(.+\); choose another address or port\n$")
+        self.assertEqual(run_main(["--serve", "127.0.0.1:99999"])[0], 2)
+
     def test_a_token_is_required_off_loopback(self):
         self.assertIsNone(rag.access_token("127.0.0.1"))
         self.assertIsNone(rag.access_token("::1"))
