@@ -20,7 +20,6 @@ import argparse
 import bisect
 import gc
 import heapq
-import itertools
 import json
 import math
 import operator
@@ -906,9 +905,9 @@ def stem(word):
     return word.replace("Y", "y")
 
 # ---------------------------------------------------------------------------------------------------
-# Score: BM25 over an inverted index, built once: for each token, the chunks that hold it. A token's
-# BM25 weights are worked out the first time a question asks for it, then kept, so a question only
-# walks the postings of its own tokens and does only additions.
+# Score: BM25 over an inverted index: for each token, the chunks that hold it and how often. The index
+# lives in an SQLite database (the next section fills it). A question reads only its own tokens' postings,
+# works out their BM25 weights from the counts and lengths, and does only additions.
 # ---------------------------------------------------------------------------------------------------
 
 def bm25_idf(chunk_count, chunk_frequency):
@@ -923,39 +922,19 @@ def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
     return frequency * (k1 + 1) / (frequency + k1 * (1 - b + b * length / average_length))
 
 
-def indexed_text(chunk):
-    """Return what the index reads of a chunk: the titles of its heading path that its text does not show
-    as a heading line itself, then its text. So a chunk under "Travel > Per diem" has its headings' words
-    even when it is the third chunk of the section, and the first chunk counts its title once.
-
-    Example: heading "Travel > Per diem", text "## Per diem\n\nEUR 70" -> "Travel\n## Per diem\n\nEUR 70"
-    """
-    if not chunk.heading:
-        return chunk.text
-    shown = {heading_title(line) for line in chunk.text.split("\n", 40)[:40]}  # headings start the text
-    return " > ".join(title for title in chunk.heading.split(" > ") if title not in shown) + "\n" + chunk.text
-
-
-def heading_title(line):
-    """Return the title a line shows if it is a heading ("## Per diem", "3.2 Per diem"), else the line."""
-    match = ATX_HEADING.match(line) or NUMBERED_HEADING.match(line)
-    return match.group(2).strip() if match else line.strip()
-
-
-def text_key(text):
-    """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
-    import hashlib  # here, not at the top: see the note after the imports
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def show_progress(action, done, total, started, unit):
-    """On a terminal, show how far a long step has come: done/total, the rate and the time left."""
-    if not sys.stderr.isatty():
-        return
-    rate = done / max(time.monotonic() - started, 1e-6)
-    end = "\n" if done == total else ""
-    print(f"\r{action} {done}/{total} {unit}, {rate:.0f}/s, about {(total - done) / rate:.0f} s left ", end=end,
-          file=sys.stderr, flush=True)
+INDEX_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
+CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
+    first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER);
+CREATE INDEX IF NOT EXISTS chunks_of_file ON chunks (path);
+CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, lengths BLOB);
+CREATE TABLE IF NOT EXISTS postings (token TEXT, part INTEGER, numbers BLOB, counts BLOB,
+    PRIMARY KEY (token, part)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked INTEGER,
+    PRIMARY KEY (model, key)) WITHOUT ROWID;
+"""
 
 
 class Index:
@@ -967,7 +946,7 @@ class Index:
     changed rewrites only its own part of its tokens' postings. Scores are worked out from the counts
     and lengths at question time: they are exact however the index was built (see weights_of)."""
 
-    def __init__(self, chunks=(), path=":memory:"):
+    def __init__(self, path=":memory:"):
         import sqlite3  # here, not at the top: see the note after the imports
         self.path, self.weights, self.cached = path, {}, {}
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
@@ -975,9 +954,6 @@ class Index:
         self.db.execute("PRAGMA journal_mode = WAL").fetchall()  # readers go on while another process writes
         self.db.execute("PRAGMA synchronous = NORMAL")  # a commit outlives a killed process; a power cut may not
         self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")  # one process at a time makes it
-        if chunks:  # an index of chunks made elsewhere (a test's, say): a file for each run of one source
-            in_transaction(self, add_part, [(File(f"{number}:{source}", source, None, ""), list(group)) for number, (source, group)
-                                            in enumerate(itertools.groupby(chunks, key=operator.attrgetter("source")))])
         self.read_lengths()
 
     def read_lengths(self):
@@ -1067,20 +1043,32 @@ class Index:
         return [source for source, in self.db.execute("SELECT DISTINCT source FROM chunks ORDER BY source")]
 
 
-INDEX_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
-CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
-    first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER);
-CREATE INDEX IF NOT EXISTS chunks_of_file ON chunks (path);
-CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, lengths BLOB);
-CREATE TABLE IF NOT EXISTS postings (token TEXT, part INTEGER, numbers BLOB, counts BLOB,
-    PRIMARY KEY (token, part)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked INTEGER,
-    PRIMARY KEY (model, key)) WITHOUT ROWID;
-"""
+def first_row(db, query, values=()):
+    """Return the first row of a query, or None. (Every row is read: a statement left half read would keep
+    PyPy's sqlite3 from committing.)"""
+    rows = db.execute(query, values).fetchall()
+    return rows[0] if rows else None
 
+
+def rows_where(db, query, values, *first):
+    """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
+    at most 999 parameters before version 3.32); first: the parameters before the IN list."""
+    for start in range(0, len(values), 500):
+        some = values[start:start + 500]
+        yield from db.execute(query.format(", ".join("?" * len(some))), (*first, *some))
+
+
+def ideal_score(index, weights):
+    """Return what a chunk of average length holding each query token once would score: the sum of the
+    tokens' idf, at their weights. Tokens no chunk holds count too: a question about something absent
+    matches less."""
+    return sum(weight * bm25_idf(index.size, index.chunk_frequency(token)) for token, weight in weights.items())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Index: filling the database, and keeping it between runs. Files are read, split and tokenized once;
+# a later run reads again only the files that changed, and takes their old chunks out of the postings.
+# ---------------------------------------------------------------------------------------------------
 
 def open_index(path, again=True):
     """Return the Index in the database at path, made if it is not there, readable by the user only. One
@@ -1154,6 +1142,16 @@ def index_files(index, todo):
             show_progress("indexing", done, len(todo), started, "files")
 
 
+def show_progress(action, done, total, started, unit):
+    """On a terminal, show how far a long step has come: done/total, the rate and the time left."""
+    if not sys.stderr.isatty():
+        return
+    rate = done / max(time.monotonic() - started, 1e-6)
+    end = "\n" if done == total else ""
+    print(f"\r{action} {done}/{total} {unit}, {rate:.0f}/s, about {(total - done) / rate:.0f} s left ", end=end,
+          file=sys.stderr, flush=True)
+
+
 def in_transaction(index, change, *args):
     """Run change(index, *args) as one transaction: all of it is written, or nothing. Another process
     updating the same index makes this one wait (up to INDEX_WAIT_SECONDS)."""
@@ -1201,19 +1199,23 @@ def add_part(index, batch):
     db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
 
 
-def first_row(db, query, values=()):
-    """Return the first row of a query, or None. (Every row is read: a statement left half read would keep
-    PyPy's sqlite3 from committing.)"""
-    rows = db.execute(query, values).fetchall()
-    return rows[0] if rows else None
+def indexed_text(chunk):
+    """Return what the index reads of a chunk: the titles of its heading path that its text does not show
+    as a heading line itself, then its text. So a chunk under "Travel > Per diem" has its headings' words
+    even when it is the third chunk of the section, and the first chunk counts its title once.
+
+    Example: heading "Travel > Per diem", text "## Per diem\n\nEUR 70" -> "Travel\n## Per diem\n\nEUR 70"
+    """
+    if not chunk.heading:
+        return chunk.text
+    shown = {heading_title(line) for line in chunk.text.split("\n", 40)[:40]}  # headings start the text
+    return " > ".join(title for title in chunk.heading.split(" > ") if title not in shown) + "\n" + chunk.text
 
 
-def rows_where(db, query, values, *first):
-    """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
-    at most 999 parameters before version 3.32); first: the parameters before the IN list."""
-    for start in range(0, len(values), 500):
-        some = values[start:start + 500]
-        yield from db.execute(query.format(", ".join("?" * len(some))), (*first, *some))
+def heading_title(line):
+    """Return the title a line shows if it is a heading ("## Per diem", "3.2 Per diem"), else the line."""
+    match = ATX_HEADING.match(line) or NUMBERED_HEADING.match(line)
+    return match.group(2).strip() if match else line.strip()
 
 
 def drop_files(index, paths):
@@ -1298,11 +1300,10 @@ def index_path(folder, docs):
     return os.path.join(folder, f"index-{docs_id}.sqlite3")
 
 
-def ideal_score(index, weights):
-    """Return what a chunk of average length holding each query token once would score: the sum of the
-    tokens' idf, at their weights. Tokens no chunk holds count too: a question about something absent
-    matches less."""
-    return sum(weight * bm25_idf(index.size, index.chunk_frequency(token)) for token, weight in weights.items())
+def text_key(text):
+    """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
+    import hashlib  # here, not at the top: see the note after the imports
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 # ---------------------------------------------------------------------------------------------------
