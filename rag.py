@@ -1175,14 +1175,14 @@ def add_part(index, batch):
     part = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     number = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
-    numbers, lengths, rows, postings = array("I"), array("I"), [], {}  # postings: token -> ([numbers], [counts])
+    numbers, lengths, rows, postings = array("I"), array("I"), [], {}  # postings: token -> (numbers, counts)
     for file, chunks in batch:
         for chunk in chunks:
             tokens = tokenize(indexed_text(chunk))
             for token, count in Counter(tokens).items():
                 posting = postings.get(token)
                 if posting is None:
-                    posting = postings[token] = ([], [])
+                    posting = postings[token] = (array("I"), array("H"))
                 posting[0].append(number)
                 posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
             numbers.append(number)
@@ -1192,9 +1192,9 @@ def add_part(index, batch):
             number += 1
     db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part) for f, _ in batch])
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    # In token order, as the table keeps them: each row then goes in beside the last (a third faster).
     db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)",
-                   ((token, part, array("I", found).tobytes(), array("H", counts).tobytes())
-                    for token, (found, counts) in postings.items()))
+                   ((token, part, found.tobytes(), counts.tobytes()) for token, (found, counts) in sorted(postings.items())))
     db.execute("INSERT INTO parts VALUES (?, ?, ?)", (part, numbers.tobytes(), lengths.tobytes()))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
 
