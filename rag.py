@@ -13,7 +13,8 @@ grounded prompt -> generate the answer with the model server -> check its citati
 One question's whole journey is ask(), at the end of Generate; the command line comes last.
 
 Search needs nothing but Python 3.8+. Answers need Ollama running (`ollama serve`) with a chat model
-(`ollama pull llama3.2`); --mode embedding/hybrid also an embedding model (`ollama pull nomic-embed-text`).
+(`ollama pull llama3.2`); with an embedding model too (`ollama pull nomic-embed-text`) chunks are also
+ranked by meaning (--mode auto, the default, when embedding them is quick; --mode hybrid to insist).
 """
 
 import argparse
@@ -69,7 +70,8 @@ HISTORY_TURNS = 2      # a follow-up is searched with the words of this many que
 HISTORY_WEIGHT = 0.5   # back at this weight ** j, times OWN_TOKENS / its own tokens when it has more: on 73
 OWN_TOKENS = 3         # follow-ups of 46 conversations, hit rate@5 0.75 -> 1.00, MRR 0.70 -> 0.93 (README)
 HISTORY_ANSWER_CHARS = 300  # of each earlier answer in the prompt: enough to tell what "it" and "there" are
-DEFAULT_MODE = "lexical"  # words: needs no model, and the fastest (the modes are in Retrieve)
+DEFAULT_MODE = "auto"  # hybrid when an embedding model is on the server and the chunks are embedded
+AUTO_EMBED_SECONDS = 60   # (or can be in this long), else words: natural questions hit@5 0.79 -> 0.92 (README)
 
 OLLAMA_URL = "http://127.0.0.1:11434"  # Ollama's own default; OLLAMA_HOST or --host change it
 OLLAMA_PORT = 11434      # the port of an OLLAMA_HOST that names none
@@ -1471,11 +1473,33 @@ def read_lines(response, url, timeout, api="ollama"):
 
 def available_models(server):
     """Return "; the server has: a, b" from /api/tags, or "" when that cannot be had."""
+    names = ollama_models(server)
+    return "" if names is None else "; the server has: " + (", ".join(names) if names else "no models yet")
+
+
+def ollama_models(server):
+    """Return the names of the models Ollama has pulled, sorted; None when it cannot say."""
     try:
-        names = sorted(model["name"] for model in ask_json(server + "/api/tags", None, CONNECT_TIMEOUT)["models"])
+        return sorted(model["name"] for model in ask_json(server + "/api/tags", None, CONNECT_TIMEOUT)["models"])
     except (RagError, KeyError, TypeError):
-        return ""
-    return "; the server has: " + (", ".join(names) if names else "no models yet")
+        return None
+
+
+# How embedding models are named (nomic-embed-text, mxbai-embed-large, all-minilm, bge-m3, text-embedding-3):
+# --mode auto uses one it finds on the server when it does not have --embed-model or EMBED_MODEL.
+EMBEDDER_NAME = re.compile(r"embed|minilm|bge", re.IGNORECASE)
+
+
+def auto_mode(config, names):
+    """Return the config for --mode auto on a server that lists these models: mode "auto" and the
+    embedding model to use (--embed-model, else EMBED_MODEL, else the first named like one) when it
+    has one, else mode "lexical". Other modes are left as they are."""
+    if config.mode != "auto":
+        return config
+    bare = [name[:-len(":latest")] if name.endswith(":latest") else name for name in names or ()]
+    wanted = [config.embed_model] if config.embed_model else [EMBED_MODEL] + [n for n in bare if EMBEDDER_NAME.search(n)]
+    found = [name for name in wanted if name in bare]
+    return replace(config, mode="auto" if found else "lexical", embed_model=found[0] if found else config.embed_model)
 
 
 def ollama_connect(config, sure):
@@ -1490,6 +1514,8 @@ def ollama_connect(config, sure):
         version = "" if e.detail in ("unreachable", "timeout") else None
     if not (isinstance(version, str) or sure):
         return None
+    if config.mode == "auto":
+        config = auto_mode(config, ollama_models(config.server) if version else ())
     return replace(config, api="ollama", model=config.model or CHAT_MODEL, embed_model=config.embed_model or EMBED_MODEL)
 
 
@@ -1592,11 +1618,12 @@ EMBED_PREFIXES = {
 
 
 def embed_prefixes(model):
-    """Return (question prefix, chunk prefix) for a model; most models take raw text.
+    """Return (question prefix, chunk prefix) for a model, whatever the server calls it; most models
+    take raw text.
 
-    Example: embed_prefixes("registry.ollama.ai/library/nomic-embed-text:v1.5")[0] -> "search_query: "
+    Example: embed_prefixes("text-embedding-nomic-embed-text-v1.5")[0] -> "search_query: " (LM Studio's name)
     """
-    return EMBED_PREFIXES.get(model.split("/")[-1].split(":")[0].lower(), ("", ""))
+    return next((prefixes for name, prefixes in EMBED_PREFIXES.items() if name in model.lower()), ("", ""))
 
 
 dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))  # sumprod: 3.12+
@@ -1667,6 +1694,16 @@ class EmbeddingCache:
             self.db.execute("COMMIT")
             self.dimension = sizes[0]
 
+    def pace(self, measured=None):
+        """Return the chunks a second this model was last measured to embed here (None: never), after
+        keeping the one just measured, if any: --mode auto tells from it whether embedding is quick."""
+        key = "pace\t" + self.name
+        if measured:
+            with self.lock:
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(measured)))
+        row = first_row(self.db, "SELECT value FROM meta WHERE key = ?", (key,))
+        return float(row[0]) if row else None
+
     def keep_only(self, keys):
         """Drop the chunk vectors of every other key: of chunks that are no longer in the documents."""
         with self.lock:
@@ -1697,17 +1734,21 @@ class Embeddings:
     config: Config             # which server and model embed
 
 
-def use_embeddings(index, config):
+def use_embeddings(index, config, cache=None):
     """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
-    mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search."""
-    cache = EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
+    mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search.
+    In auto mode, the same when embedding the chunks not in the cache would take over AUTO_EMBED_SECONDS:
+    then hybrid is for --mode hybrid to choose (it embeds them once, and auto uses them from then on)."""
+    cache = cache or EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
+    auto = config.mode == "auto"
     try:
-        vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config)
-        return Embeddings(dict(zip(index.numbers, vectors)), cache, config), config.mode
+        vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config,
+                                AUTO_EMBED_SECONDS if auto else math.inf)
+        return Embeddings(dict(zip(index.numbers, vectors)), cache, config), "hybrid" if auto else config.mode
     except RagError as e:
-        if config.mode != "hybrid":
+        if config.mode == "embedding":
             raise
-        warn(f"searching by words only: no embeddings ({e})")
+        warn(f"searching by words only: {e}" if auto else f"searching by words only: no embeddings ({e})")
         return None, "lexical"
 
 
@@ -1740,31 +1781,49 @@ def embed_texts(config, texts, labels, shortened=False):
     return vectors
 
 
-def chunk_vectors(chunks, cache, config, retried=False):
+def chunk_vectors(chunks, cache, config, seconds=math.inf, retried=False):
     """Return a unit vector per chunk: from the cache, else embedded now in batches, each committed to
     the cache as it comes (a first run over many documents can take an hour: one that stops goes on from
-    there next time). The cache then forgets the vectors of chunks that are gone."""
+    there next time). When that would take over `seconds` at the pace measured, say so (a RagError)
+    rather than start or go on. The cache then forgets the vectors of chunks that are gone."""
     prefix = embed_prefixes(cache.model)[1]
     keys = [text_key(prefix + chunk.text) for chunk in chunks]
     vectors = cache.chunks(keys)
     # Chunks of the same text (a file copied twice) are embedded once: the dict keeps one per key.
     missing = [(key, chunk) for key, chunk in dict(zip(keys, chunks)).items() if key not in vectors]
-    started = time.monotonic()
+    started, pace = time.monotonic(), cache.pace()
+    if missing and seconds < math.inf:
+        if pace and len(missing) / pace > seconds:
+            raise RagError(not_embedded(len(missing), len(keys), pace, cache.model))
+        warn(f"embedding {len(missing)} chunks with {cache.model} once, to search by meaning too "
+             "(--mode lexical: by words only)")
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
         texts = [prefix + chunk.text for _, chunk in batch]
         labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
         vectors.update(zip([key for key, _ in batch], embed_texts(config, texts, labels)))
         cache.add("chunks", [key for key, _ in batch], [vectors[key] for key, _ in batch])
+        done, spent = start + len(batch), time.monotonic() - started
+        pace = cache.pace(done / max(spent, 1e-6))
         if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
-            show_progress("embedding", start + len(batch), len(missing), started, "chunks")
+            show_progress("embedding", done, len(missing), started, "chunks")
+        if spent + (len(missing) - done) / pace > seconds:
+            raise RagError(not_embedded(len(missing) - done, len(keys), pace, cache.model))
     if any(len(vector) != cache.dimension for vector in vectors.values()):
         if retried:  # the vector size changed during the run, and the old vectors were dropped
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
-        return chunk_vectors(chunks, cache, config, retried=True)
+        return chunk_vectors(chunks, cache, config, seconds, retried=True)
     if first_row(cache.db, "SELECT count(*) FROM vectors WHERE model = ?", (cache.name,))[0] > len(vectors):
         cache.keep_only(list(vectors))
     return [vectors[key] for key in keys]
+
+
+def not_embedded(missing, total, pace, model):
+    """Return what --mode auto says when embedding the chunks would take too long."""
+    minutes = missing / pace / 60
+    took = f"{max(1, round(minutes))} min" if minutes < 90 else f"{minutes / 60:.0f} h"
+    return (f"{missing} of {total} chunks are not embedded yet, about {took} at {model}'s pace here: "
+            "run once with --mode hybrid to embed them (auto uses them from then on)")
 
 
 def question_vector(question, embeddings):
@@ -2583,9 +2642,10 @@ def build_parser():
                         help="how many passages to retrieve (default: %(default)s)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per question per line")
-    parser.add_argument("--mode", choices=RANKINGS, default=DEFAULT_MODE,
-                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both "
-                             "(default: %(default)s)")
+    parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
+                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
+                             "auto: hybrid when the server has an embedding model and the chunks are embedded or "
+                             f"can be within {AUTO_EMBED_SECONDS} s, else lexical (default: %(default)s)")
     parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
                                               f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
     parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
@@ -2756,8 +2816,9 @@ def openai_connect(config, sure):
         if not (sure or config.server.endswith("/v1")):
             return None
         models, ids = [], []
-    embedders = [name for name in ids if "embed" in str(name).lower()]  # nomic-embed-text, text-embedding-3
+    embedders = [name for name in ids if EMBEDDER_NAME.search(str(name))]
     chat_model = config.model or ([name for name in ids if name not in embedders] + ids + ["default"])[0]
+    config = auto_mode(config, [str(name) for name in ids if name != chat_model])  # not a chat model's vectors
     embed_model = config.embed_model or (embedders + [EMBED_MODEL])[0]
     if len(ids) == 1 and embed_model not in ids:  # llama-server serves one model whatever is asked:
         embed_model = ids[0]                      # its vectors are that model's, and cached as such
@@ -4720,12 +4781,8 @@ def reindex(config, stamp, previous=None):
     way go on with the previous snapshot's; in memory (--no-cache) it is built anew. The vectors of
     unchanged chunks come from the cache."""
     index, embeddings, mode, note = build_index(config), None, "lexical", ""
-    if config.mode != "lexical" and previous and previous.embeddings:  # its cache has the old chunks' vectors
-        cache = previous.embeddings.cache
-        vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config)
-        embeddings, mode = Embeddings(dict(zip(index.numbers, vectors)), cache, config), config.mode
-    elif config.mode != "lexical":
-        embeddings, mode = use_embeddings(index, config)
+    if config.mode != "lexical":  # the previous snapshot's cache has the old chunks' vectors
+        embeddings, mode = use_embeddings(index, config, previous and previous.embeddings and previous.embeddings.cache)
     if previous:
         changed = len({entry[0] for entry in set(stamp) ^ set(previous.stamp)})
         note = f"Documents re-read at {time.strftime('%H:%M:%S')}: {changed} file{'s' * (changed != 1)} changed."

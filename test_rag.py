@@ -36,7 +36,10 @@ import rag
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = tempfile.mkdtemp(prefix="rag-test-cache-")  # the user's cache folder, while the tests run
 PATCHES = [mock.patch.object(rag, "default_cache_folder", lambda: CACHE),  # rag.main in this process, and
-           mock.patch.dict(os.environ, {"XDG_CACHE_HOME": CACHE, "LOCALAPPDATA": CACHE})]  # rag.py run as a program
+           mock.patch.dict(os.environ, {"XDG_CACHE_HOME": CACHE, "LOCALAPPDATA": CACHE}),  # rag.py run as a program
+           # No model server but the tests' own: a real one on this machine must not answer (port 9: discard).
+           mock.patch.dict(os.environ, {"OLLAMA_HOST": "127.0.0.1:9", "OPENAI_BASE_URL": "", "OPENAI_API_BASE": "",
+                                        "RAG_API_KEY": "", "OPENAI_API_KEY": ""})]
 
 
 def setUpModule():
@@ -105,6 +108,7 @@ class FakeOllama:
     fail_after = None         # a number of /api/embed requests, after which the server fails
     resize_after = None       # a number of /api/embed requests, after which vectors have 8 numbers
     shrink = None             # texts holding this word come back one number short (a broken server)
+    models = ["llama3.2:latest"]  # what /api/tags lists: no embedding model, so --mode auto is lexical
 
     not_found = (404, "404 page not found", "text/plain")  # what an unknown path gets
 
@@ -204,7 +208,7 @@ class FakeOllama:
         handler.reply(200, {"version": "0.12.6"})
 
     def on_get_api_tags(self, handler, body):
-        handler.reply(200, {"models": [{"name": "llama3.2:latest"}, {"name": "nomic-embed-text:latest"}]})
+        handler.reply(200, {"models": [{"name": name} for name in self.models]})
 
     def on_api_embeddings(self, handler, body):
         handler.reply(200, {"embedding": [3.7 * x for x in self.vector(body["prompt"])]})  # not unit length
@@ -967,8 +971,8 @@ NO_SUCH_MODEL = replies(404, {"error": 'model "all-minilm" not found, try pullin
 CHAT_ONLY = replies(501, {"error": "this model does not support embeddings"})
 
 
-class EmbedTest(TempFolder):
-    """Embeddings against the fake server: batching, prefixes, the cache, and what goes wrong."""
+class EmbedCase(TempFolder):
+    """Two small documents, a fake Ollama, and a cache folder of their own."""
 
     def setUp(self):
         super().setUp()
@@ -990,6 +994,10 @@ class EmbedTest(TempFolder):
         self.fake.requests.clear()
         return inputs
 
+
+class EmbedTest(EmbedCase):
+    """Embeddings against the fake server: batching, prefixes, the cache, and what goes wrong."""
+
     def test_batches_and_prefixes(self):
         with mock.patch.object(rag, "EMBED_BATCH", 2):
             code, out, err = self.search(model="nomic-embed-text:latest")
@@ -1005,7 +1013,8 @@ class EmbedTest(TempFolder):
                                 ("mxbai-embed-large:335m", ("Represent this sentence for searching relevant "
                                                             "passages: ", "")),
                                 ("all-minilm", ("", "")), ("registry.ollama.ai/library/nomic-embed-text:v1.5",
-                                                           ("search_query: ", "search_document: "))]:
+                                                           ("search_query: ", "search_document: ")),
+                                ("text-embedding-nomic-embed-text-v1.5", ("search_query: ", "search_document: "))]:
             with self.subTest(model=model):
                 self.assertEqual(rag.embed_prefixes(model), expected)
 
@@ -1241,6 +1250,78 @@ class EmbedTest(TempFolder):
         self.assertEqual(code, 1)
         self.assertEqual(err.splitlines()[-1], "rag.py: all-minilm keeps changing the size of its vectors; try again")
         self.assertEqual(len(self.embed_inputs()), 3 + 2)  # one pass and one retry, no question
+
+
+class AutoModeTest(EmbedCase):
+    """--mode auto, the default: hybrid when the server has an embedding model and embedding the chunks is
+    quick or done, words otherwise; said in one line whenever it embeds or cannot."""
+
+    def auto(self, question="per diem in Japan", *args):
+        return run_main(["--host", self.fake.url, "--docs", self.docs, "--cache", self.cache, "--search", "--json",
+                         *args, question])
+
+    def test_the_embedding_model_on_the_server_makes_it_hybrid_said_once(self):
+        self.fake.models = ["llama3.2:latest", "nomic-embed-text:latest"]
+        code, out, err = self.auto()
+        self.assertEqual(code, 0)
+        self.assertEqual(err, "rag.py: warning: embedding 3 chunks with nomic-embed-text once, to search by meaning "
+                              "too (--mode lexical: by words only)\n")
+        inputs = self.embed_inputs()
+        self.assertEqual(inputs[-1], ["search_query: per diem in Japan"])  # the question is embedded: hybrid
+        self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+        code, out, err = self.auto()  # embedded: silent, and still by meaning too
+        self.assertEqual((code, err, self.embed_inputs()), (0, "", []))  # the question's vector is cached too
+
+    def test_another_embedding_model_is_used_when_the_default_is_not_there(self):
+        self.fake.models = ["llama3.2:latest", "all-minilm:latest"]
+        code, out, err = self.auto()
+        self.assertEqual(code, 0)
+        self.assertIn("embedding 3 chunks with all-minilm once", err)
+        self.assertEqual({body["model"] for _, path, body in self.fake.requests if path == "/api/embed"}, {"all-minilm"})
+
+    def test_no_embedding_model_or_no_server_means_words_without_a_word(self):
+        self.fake.models = ["llama3.2:latest", "qwen3:8b"]
+        for host in (self.fake.url, "127.0.0.1:9"):
+            with self.subTest(host=host):
+                code, out, err = run_main(["--host", host, "--docs", self.docs, "--cache", self.cache, "--search",
+                                           "--json", "annual leave"])
+                self.assertEqual((code, err), (0, ""))
+                self.assertEqual(json.loads(out)["hits"][0]["heading"], "Leave")
+        self.assertEqual(self.embed_inputs(), [])
+
+    def test_slow_embedding_stays_with_words_and_says_how_to_embed_once(self):
+        self.fake.models = ["nomic-embed-text:latest"]
+        with mock.patch.object(rag, "EMBED_BATCH", 1), mock.patch.object(rag, "AUTO_EMBED_SECONDS", 1e-9):
+            code, out, err = self.auto()  # one chunk embedded, its pace measured: too slow for the rest
+            self.assertEqual(code, 0)
+            self.assertEqual(len(self.embed_inputs()), 1)
+            self.assertRegex(err.splitlines()[-1], r"^rag.py: warning: searching by words only: 2 of 3 chunks are "
+                                                   r"not embedded yet, about 1 min at nomic-embed-text's pace here: "
+                                                   r"run once with --mode hybrid to embed them \(auto uses them from "
+                                                   r"then on\)$")
+            self.assertEqual(json.loads(out)["hits"][0]["heading"], "Travel > Per diem")
+            code, out, err = self.auto()  # the pace is known: nothing is sent to be embedded
+            self.assertEqual((code, self.embed_inputs()), (0, []))
+            self.assertIn("2 of 3 chunks are not embedded yet", err)
+            self.search(mode="hybrid", model="nomic-embed-text")  # as the line says
+            self.assertEqual(len(self.embed_inputs()), 2 + 1)
+            code, out, err = self.auto("annual leave")
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(self.embed_inputs(), [["search_query: annual leave"]])  # by meaning too now
+
+    def test_auto_mode_picks_the_embedding_model_a_server_lists(self):
+        for names, embed_model, expected in [
+                (["llama3.2:latest", "nomic-embed-text:latest"], "", ("auto", "nomic-embed-text")),
+                (["mxbai-embed-large:latest", "all-minilm:33m"], "", ("auto", "mxbai-embed-large")),
+                (["bge-m3:latest"], "", ("auto", "bge-m3")),
+                (["llama3.2:latest", "qwen3:8b"], "", ("lexical", "")),
+                (["nomic-embed-text:latest"], "all-minilm", ("lexical", "all-minilm")),  # the one asked for, or none
+                (["all-minilm:latest"], "all-minilm", ("auto", "all-minilm")),
+                ([], "", ("lexical", ""))]:
+            with self.subTest(names=names, embed_model=embed_model):
+                config = rag.auto_mode(rag.Config(mode="auto", embed_model=embed_model), names)
+                self.assertEqual((config.mode, config.embed_model), expected)
+        self.assertEqual(rag.auto_mode(rag.Config(mode="embedding"), []).mode, "embedding")  # asked for: kept
 
 
 class EmbeddingCacheTest(TempFolder):
@@ -1629,7 +1710,7 @@ class AnswerTest(unittest.TestCase):
         begun = answer_lines(ANSWER)[:2]
         table = [
             (replies(404, {"error": "model 'llama3.2' not found"}),
-             "ollama pull llama3.2`; the server has: llama3.2:latest, nomic-embed-text:latest"),
+             "ollama pull llama3.2`; the server has: llama3.2:latest"),
             (replies(404, {"error": "model 'llama3.2' not found, try pulling it first"}), "ollama pull llama3.2"),
             (replies(400, {"error": '"llama3.2" does not support chat'}), "cannot do this"),
             (replies(500, HTTP_500), "HTTP 500: llama runner process has terminated"),
@@ -2391,6 +2472,17 @@ class OpenAiServerTest(unittest.TestCase):
 
     def chat_bodies(self):
         return [body for method, path, body in self.fake.requests if path == "/v1/chat/completions"]
+
+    def test_auto_mode_uses_a_served_embedding_model_never_the_chat_model(self):
+        embed_requests = lambda: [body["model"] for _, path, body in self.fake.requests if path == "/v1/embeddings"]
+        code, out, err = self.ask("--search")  # llama-server's one chat model: its vectors would be poor
+        self.assertEqual((code, err, embed_requests()), (0, "", []))
+        listed = [{"id": "qwen2.5-7b-instruct"}, {"id": "text-embedding-nomic-embed-text-v1.5"}]  # as LM Studio lists
+        self.fake.on_get_v1_models = lambda handler, body: handler.reply(200, {"object": "list", "data": listed})
+        code, out, err = self.ask("--search")
+        self.assertEqual(code, 0)
+        self.assertRegex(err, r"embedding \d+ chunks with text-embedding-nomic-embed-text-v1.5 once")
+        self.assertEqual(set(embed_requests()), {"text-embedding-nomic-embed-text-v1.5"})
 
     def test_an_answer_with_citations_streamed_from_the_server(self):
         code, out, err = self.ask()
@@ -3774,7 +3866,7 @@ class FakeModel:
 
 def config_for(server, docs=(rag.DEFAULT_DOCS,), **changes):
     """The config of a page's server: Ollama at server, and an index in memory."""
-    return rag.replace(rag.Config(docs=tuple(docs), api="ollama", server=server, model="llama3.2",
+    return rag.replace(rag.Config(docs=tuple(docs), mode="lexical", api="ollama", server=server, model="llama3.2",
                                   embed_model="nomic-embed-text", cache=""), **changes)
 
 
