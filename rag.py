@@ -1060,6 +1060,25 @@ def rows_where(db, query, values, *first):
         yield from db.execute(query.format(", ".join("?" * len(some))), (*first, *some))
 
 
+@contextmanager
+def transaction(db, path):
+    """Run the with-block's statements as one transaction: all of them are written, or none. Another
+    process writing the same database makes this one wait (up to INDEX_WAIT_SECONDS); one that cannot be
+    written (a full disk, a lock held too long) is a RagError, whatever else the block was doing."""
+    import sqlite3  # here, not at the top: see the note after the imports
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield
+        db.execute("COMMIT")
+    except BaseException as e:
+        if db.in_transaction:  # SQLite may have rolled it back itself (a full disk does)
+            db.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise RagError(f"cannot write to {path} ({e}): free some disk space or stop the other rag.py, or use "
+                           "--no-cache") from None
+        raise
+
+
 def ideal_score(index, weights):
     """Return what a chunk of average length holding each query token once would score: the sum of the
     tokens' idf, at their weights. Tokens no chunk holds count too: a question about something absent
@@ -1085,8 +1104,11 @@ def open_index(path, again=True):
         if made in (None, (index_format(),)) or not again:
             return index
         warn(f"the index {path} was made by another version of rag.py: indexing anew (its vectors are kept)")
-        in_transaction(index, lambda index: [index.db.execute(f"DELETE FROM {table}")
-                                             for table in ("files", "chunks", "parts", "postings", "meta")])
+        with transaction(index.db, path):  # tables made anew, as this version makes them (the vectors stay)
+            for table in ("files", "chunks", "parts", "postings", "meta"):
+                index.db.execute(f"DROP TABLE {table}")
+            for statement in INDEX_SCHEMA.split(";"):  # (executescript would commit first)
+                index.db.execute(statement)
         index.read_lengths()
         return index
     except (OSError, sqlite3.OperationalError) as e:  # no such folder, read-only, locked for too long
@@ -1117,14 +1139,16 @@ def update_index(index, files):
     # The earlier versions go first: a changed file that cannot be read any more is then out of the index.
     gone = [path for path in known if path not in wanted] + [file.path for file in todo if file.path in known]
     if gone:  # a transaction takes the write lock: none is taken when nothing changed
-        in_transaction(index, drop_files, gone)
+        with transaction(index.db, index.path):
+            drop_files(index, gone)
     gc.disable()  # a batch makes many small objects, none in a cycle: the cycle collector would only walk them
     try:
         index_files(index, todo)
     finally:
         gc.enable()
     if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
-        in_transaction(index, merge_parts)
+        with transaction(index.db, index.path):
+            merge_parts(index)
     index.read_lengths()
     return len(todo)
 
@@ -1138,7 +1162,8 @@ def index_files(index, todo):
             batch.append((file, split_document(Document(file.source, paragraphs))))
             size += len(batch[-1][1])
         if size >= INDEX_PART_CHUNKS or done == len(todo):
-            in_transaction(index, add_part, batch)
+            with transaction(index.db, index.path):
+                add_part(index, batch)
             batch, size = [], 0
         if len(todo) > PROGRESS_FILES:
             show_progress("indexing", done, len(todo), started, "files")
@@ -1152,18 +1177,6 @@ def show_progress(action, done, total, started, unit):
     end = "\n" if done == total else ""
     print(f"\r{action} {done}/{total} {unit}, {rate:.0f}/s, about {(total - done) / rate:.0f} s left ", end=end,
           file=sys.stderr, flush=True)
-
-
-def in_transaction(index, change, *args):
-    """Run change(index, *args) as one transaction: all of it is written, or nothing. Another process
-    updating the same index makes this one wait (up to INDEX_WAIT_SECONDS)."""
-    index.db.execute("BEGIN IMMEDIATE")
-    try:
-        change(index, *args)
-    except BaseException:
-        index.db.execute("ROLLBACK")
-        raise
-    index.db.execute("COMMIT")
 
 
 def add_part(index, batch):
@@ -1645,7 +1658,8 @@ class EmbeddingCache:
     def __init__(self, path, model, api="ollama"):
         import sqlite3  # here, not at the top: see the note after the imports
         import threading
-        self.model, self.lock = model, threading.Lock()  # the page's threads add questions' vectors at once
+        self.model, self.path = model, path
+        self.lock = threading.Lock()  # the page's threads add questions' vectors at once
         self.name = "\t".join([api, model, *embed_prefixes(model)])  # what makes the vectors what they are
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
         self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")
@@ -1677,8 +1691,7 @@ class EmbeddingCache:
         if self.dimension not in (None, sizes[0]) and table == "questions":
             raise RagError(f"{self.model} made a question vector of {sizes[0]} numbers, the cached chunk vectors "
                            f"have {self.dimension}: try again")
-        with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.lock, transaction(self.db, self.path):
             if self.dimension not in (None, sizes[0]):
                 warn(f"{self.model} now makes vectors of {sizes[0]} numbers, not {self.dimension}: dropping the cached ones")
                 self.db.execute("DELETE FROM vectors WHERE model = ?", (self.name,))
@@ -1691,8 +1704,7 @@ class EmbeddingCache:
                                     "FROM questions))", [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
                 self.db.execute("DELETE FROM questions WHERE model = ? AND asked <= (SELECT max(asked) FROM questions) - ?",
                                 (self.name, MAX_CACHED_QUESTIONS))
-            self.db.execute("COMMIT")
-            self.dimension = sizes[0]
+        self.dimension = sizes[0]
 
     def pace(self, measured=None):
         """Return the chunks a second this model was last measured to embed here (None: never), after
@@ -1706,13 +1718,11 @@ class EmbeddingCache:
 
     def keep_only(self, keys):
         """Drop the chunk vectors of every other key: of chunks that are no longer in the documents."""
-        with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.lock, transaction(self.db, self.path):
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS kept (key TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM kept")
             self.db.executemany("INSERT OR IGNORE INTO kept VALUES (?)", [(key,) for key in keys])
             self.db.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM kept)", (self.name,))
-            self.db.execute("COMMIT")
 
 
 def default_cache_folder():
@@ -2983,6 +2993,8 @@ PDF_MAX_FORMS = 8               # forms (XObjects) drawn inside forms; real file
 PDF_MAX_SPANS = 200000          # spans on one page; a dense page drawn glyph by glyph has 6,000
 PDF_MAX_NUMBER = 2.0 ** 31      # numbers are clamped to +-this: the integer limit of ISO 32000-1 Annex C
 PDF_MAX_RANGE = 65536           # codes one CMap range may map: a whole 2-byte code space
+PDF_MAX_CODES = 4 * PDF_MAX_RANGE  # codes one CMap may map in all (the largest, of CJK fonts, map one space)
+MAX_CID = 65535                 # the largest glyph number (CID) a font can have (ISO 32000-2 annex C)
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
 PDF_COLUMN_GAP = 2.0            # a gap this many font sizes wide inside a line may be a column gutter,
@@ -3146,6 +3158,9 @@ def unpredict(pdf, data, params):
         return data
     colors, bits = int(params.get("Colors", 1)), int(params.get("BitsPerComponent", 8))
     step, width = max(1, colors * bits // 8), (colors * bits * int(params.get("Columns", 1)) + 7) // 8
+    if not 0 < width <= len(data):  # rows wider than the data: a broken (or hostile) stream
+        raise ValueError(f"predictor rows of {width} bytes in {len(data)} bytes")
+    pdf.spend(len(data))  # the rows come out as large as they went in, less a byte each
     out, above = bytearray(), bytearray(width)
     for start in range(0, len(data), width + 1):
         kind, row = data[start], bytearray(data[start + 1:start + 1 + width].ljust(width, b"\0"))
@@ -3675,14 +3690,17 @@ def load_font(pdf, font):
         ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
         if isinstance(encoding, Stream):
             ranges, cids = parse_cmap(pdf, pdf.decode(encoding))
-        widths, w, i = {}, get(descendant.get("W")) or [], 0
+        widths, w, i, given = {}, get(descendant.get("W")) or [], 0, 0
         while i + 1 < len(w):  # "c [w1 w2 ...]": widths from CID c on; "c1 c2 w": one width for c1 to c2
             first, then = int(get(w[i])), get(w[i + 1])
             if isinstance(then, list):
                 widths.update((first + j, float(get(x)) / 1000) for j, x in enumerate(then))
-            else:
-                last = min(int(then), first + PDF_MAX_RANGE)
-                widths.update(dict.fromkeys(range(first, last + 1), float(get(w[i + 2])) / 1000))
+            else:  # CIDs are 0 to 65535 (ISO 32000-2 annex C)
+                codes = range(max(first, 0), min(int(then), MAX_CID) + 1)
+                widths.update(dict.fromkeys(codes, float(get(w[i + 2])) / 1000))
+            given += len(then) if isinstance(then, list) else len(codes)
+            if given > PDF_MAX_CODES:
+                raise RagError(f"a font gives more than {PDF_MAX_CODES} widths (a hostile file?)")
             i += 2 if isinstance(then, list) else 3
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
@@ -3754,6 +3772,9 @@ def parse_cmap(pdf, data):
             mapping.update((as_int(code), utf16(to) if isinstance(to, bytes) else to) for code, to in pairs)
         for low, high, to in zip(items[::3], items[1::3], items[2::3]) if kind in (b"bfrange", b"cidrange") else ():
             low, high = as_int(low), min(as_int(high), as_int(low) + PDF_MAX_RANGE - 1)
+            if len(mapping) > PDF_MAX_CODES:
+                raise RagError(f"a font maps more than {PDF_MAX_CODES} codes (a hostile file?)")
+            pdf.check_time()
             if isinstance(to, list):  # a destination for each code
                 mapping.update((low + i, utf16(t)) for i, t in enumerate(to[:high - low + 1]) if isinstance(t, bytes))
             elif isinstance(to, bytes):  # the first code's text; the next codes count up from it

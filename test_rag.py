@@ -716,8 +716,9 @@ def index_chunks(chunks):
     """An index in memory of these chunks, a file for each run of one source."""
     index = rag.Index()
     files = itertools.groupby(chunks, key=operator.attrgetter("source"))
-    rag.in_transaction(index, rag.add_part, [(rag.File(f"{number}:{source}", source, None, ""), list(chunks))
-                                             for number, (source, chunks) in enumerate(files)])
+    with rag.transaction(index.db, index.path):
+        rag.add_part(index, [(rag.File(f"{number}:{source}", source, None, ""), list(chunks))
+                             for number, (source, chunks) in enumerate(files)])
     index.read_lengths()
     return index
 
@@ -880,6 +881,7 @@ class IndexStoreTest(TempFolder):
                 self.assertRegex(err.getvalue(), r"^(rag.py: warning: the index \S+ is damaged \(.+\): indexing anew\n)?$")
         index = rag.open_index(self.path)
         index.db.execute("UPDATE meta SET value = 'rag.py index 1 an-older-one'")
+        index.db.execute("ALTER TABLE chunks ADD COLUMN words INTEGER")  # a version with other tables
         index.db.close()
         cache = rag.EmbeddingCache(self.path, "m")
         cache.add("chunks", ["a"], [rag.unit_vector([1.0, 0.0])])  # a vector depends on the text alone: kept
@@ -890,6 +892,25 @@ class IndexStoreTest(TempFolder):
         self.assertEqual(err.getvalue(), f"rag.py: warning: the index {self.path} was made by another version of "
                                          "rag.py: indexing anew (its vectors are kept)\n")
         self.assertEqual(list(rag.EmbeddingCache(self.path, "m").chunks(["a"])), ["a"])
+
+    def test_an_index_that_cannot_be_written_is_one_line_and_leaves_no_transaction_open(self):
+        import sqlite3
+        self.write("docs/b.txt", "Bravo.")
+        with mock.patch.object(rag, "add_part", side_effect=sqlite3.OperationalError("disk I/O error")):
+            code, out, err = run_main(["--docs", self.docs, "--cache", self.folder, "--search", "bravo"])
+        self.assertEqual(code, 1)
+        self.assertRegex(err, r"^rag.py: cannot write to \S+\.sqlite3 \(disk I/O error\): free some disk space .+\n$")
+        index = self.updated(self.path)[0]
+        chunks = rag.first_row(index.db, "SELECT count(*) FROM chunks")[0]
+        for interrupt in (KeyboardInterrupt, sqlite3.OperationalError("database or disk is full")):
+            with self.subTest(interrupt=interrupt):
+                with self.assertRaises((KeyboardInterrupt, rag.RagError)):
+                    with rag.transaction(index.db, self.path):
+                        index.db.execute("DELETE FROM chunks")
+                        raise interrupt
+                self.assertFalse(index.db.in_transaction)
+                self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM chunks")[0], chunks)  # rolled back
+        self.assertEqual(run_main(["--docs", self.docs, "--cache", self.folder, "--search", "bravo"])[0], 0)
 
     def test_no_writable_folder_means_an_index_in_memory_said_once(self):
         self.write("cache", "a file where the folder should be")
@@ -3248,6 +3269,27 @@ class PdfHostileFilesTest(unittest.TestCase):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (ok) Tj ET", extra=[b"7 0 R", b"6 0 R"])
         objects[4] = b"<</Length 6 0 R>>stream\nBT /F1 10 Tf 72 700 Td (ok) Tj ET\nendstream"  # 6 -> 7 -> 6
         self.assertEqual(text_of(objects)[0], ["ok"])
+
+    def test_predictor_rows_wider_than_the_data_are_refused_not_allocated(self):
+        reader = rag.PdfFile(write_pdf(one_page(HELLO)))
+        with self.assertRaises(ValueError):  # was: 2 GB allocated for one row
+            rag.unpredict(reader, b"\x02" + b"\0" * 20, {"Predictor": 12, "Columns": 2**31})
+
+    def test_widths_and_maps_are_bounded_however_many_ranges(self):
+        cmap = (b"begincmap 1 begincodespacerange <00000000> <FFFFFFFF> endcodespacerange 400 beginbfrange "
+                + b"".join(b"<%08X> <%08X> <0041> " % (n << 16, (n << 16) + 65535) for n in range(400))
+                + b"endbfrange endcmap")
+        widths = b"".join(b"%d 4000000000 500 " % n for n in range(400))
+        font = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
+        for to_unicode, expected in ((b"", "more than 262144 widths"), (cmap, "more than 262144 codes")):
+            with self.subTest(cmap=bool(to_unicode)):
+                objects = one_page(b"BT /F1 10 Tf 72 700 Td <00480065006C006C006F> Tj ET", extra=[
+                    stream(b"", to_unicode), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/W[%s]>>" % widths])
+                objects[3] = font if to_unicode else font.replace(b"/ToUnicode 6 0 R", b"")
+                font_dict = rag.PdfFile(write_pdf(objects))
+                with self.assertRaises(rag.RagError) as caught:  # was: 400 x 4 billion codes asked for
+                    rag.load_font(font_dict, font_dict.get(rag.Ref(4, 0)))
+                self.assertIn(expected, str(caught.exception))
 
     def test_huge_numbers_in_content(self):
         content = b"BT /F1 1" + b"0" * 400 + b" Tf 99999999999999999999 -1" + b"0" * 5000 + b" Td (big) Tj ET"
