@@ -194,7 +194,8 @@ class Hit:
 class Config:
     """What the command line asked for, built once by main(); each stage takes the fields it needs."""
     docs: tuple = (DEFAULT_DOCS,)
-    mode: str = DEFAULT_MODE        # how chunks are ranked: a key of RANKINGS (Retrieve)
+    mode: str = "lexical"           # how chunks are ranked: a key of RANKINGS (Retrieve), or "auto" (DEFAULT_MODE,
+                                    # the command line's) until connect() and use_embeddings() choose
     k: int = TOP_K
     api: str = "auto"               # which kind of model server: a key of APIS (Model server), or found out
     server: str = OLLAMA_URL
@@ -1161,7 +1162,7 @@ def index_files(index, todo):
         if paragraphs is not None:  # an unreadable file is read again next time, and said again
             batch.append((file, split_document(Document(file.source, paragraphs))))
             size += len(batch[-1][1])
-        if size >= INDEX_PART_CHUNKS or done == len(todo):
+        if batch and (size >= INDEX_PART_CHUNKS or done == len(todo)):  # (files none could read: no part)
             with transaction(index.db, index.path):
                 add_part(index, batch)
             batch, size = [], 0
@@ -1490,10 +1491,10 @@ def available_models(server):
     return "" if names is None else "; the server has: " + (", ".join(names) if names else "no models yet")
 
 
-def ollama_models(server):
+def ollama_models(server, key=""):
     """Return the names of the models Ollama has pulled, sorted; None when it cannot say."""
     try:
-        return sorted(model["name"] for model in ask_json(server + "/api/tags", None, CONNECT_TIMEOUT)["models"])
+        return sorted(model["name"] for model in ask_json(server + "/api/tags", None, CONNECT_TIMEOUT, key=key)["models"])
     except (RagError, KeyError, TypeError):
         return None
 
@@ -1522,13 +1523,13 @@ def ollama_connect(config, sure):
     if config.server.endswith("/v1") and not sure:  # an OpenAI-compatible address, even on Ollama
         return None
     try:
-        version = ask_json(config.server + "/api/version", None, CONNECT_TIMEOUT).get("version")
+        version = ask_json(config.server + "/api/version", None, CONNECT_TIMEOUT, key=config.key).get("version")
     except RagError as e:
         version = "" if e.detail in ("unreachable", "timeout") else None
     if not (isinstance(version, str) or sure):
         return None
     if config.mode == "auto":
-        config = auto_mode(config, ollama_models(config.server) if version else ())
+        config = auto_mode(config, ollama_models(config.server, config.key) if version else ())
     return replace(config, api="ollama", model=config.model or CHAT_MODEL, embed_model=config.embed_model or EMBED_MODEL)
 
 
@@ -1536,7 +1537,7 @@ def ollama_embed(config, texts):
     """Return a vector for each text from /api/embed; a server older than it is asked through /api/embeddings."""
     payload = {"model": config.embed_model, "input": texts, "truncate": False}  # never cut text silently
     try:
-        return ask_json(config.server + "/api/embed", payload, config.timeout)["embeddings"]
+        return ask_json(config.server + "/api/embed", payload, config.timeout, key=config.key)["embeddings"]
     except RagError as e:
         if e.status != 404 or "model" in e.detail:
             raise
@@ -1549,7 +1550,7 @@ def ollama_embed_legacy(config, text):
     """Return the vector of one text from the old /api/embeddings."""
     payload = {"model": config.embed_model, "prompt": text}
     try:
-        return ask_json(config.server + "/api/embeddings", payload, config.timeout)["embedding"]
+        return ask_json(config.server + "/api/embeddings", payload, config.timeout, key=config.key)["embedding"]
     except (KeyError, TypeError):
         raise RagError(f"Ollama's /api/embeddings reply is not what was expected; is {config.server} Ollama?") from None
 
@@ -1560,7 +1561,7 @@ def ollama_chat_request(config, messages, prompt_tokens):
     window = max(MIN_NUM_CTX, -(-(prompt_tokens + ANSWER_TOKENS) // NUM_CTX_STEP) * NUM_CTX_STEP)
     options = {"temperature": TEMPERATURE, "num_ctx": window, "num_predict": ANSWER_TOKENS}
     return Request(config.server + "/api/chat", {"model": config.model, "messages": messages, "stream": True,
-                                                 "options": options}, prompt_tokens, window)
+                                                 "options": options}, prompt_tokens, window, config.key)
 
 
 def ollama_chat(request, timeout, final):
@@ -1569,14 +1570,14 @@ def ollama_chat(request, timeout, final):
     was cut at its token limit."""
     server = origin(request.url)
     try:
-        with http_request(server + "/api/version", None, CONNECT_TIMEOUT):  # is anybody there? (short wait)
+        with http_request(server + "/api/version", None, CONNECT_TIMEOUT, key=request.key):  # anybody there? (short wait)
             pass
     except RagError as e:
         if e.detail != "timeout":
             raise
         raise RagError(f"Ollama at {server} accepts connections but did not answer within "
                        f"{CONNECT_TIMEOUT:g} s: it seems stuck. Restart it (`ollama serve`).") from None
-    with http_request(request.url, request.body, timeout) as response:
+    with http_request(request.url, request.body, timeout, key=request.key) as response:
         for line in read_lines(response, request.url, timeout):
             if not line.strip():
                 continue
@@ -2067,7 +2068,7 @@ def build_messages(question, hits, earlier=()):
 
 def in_brief(answer):
     """Return an earlier answer without its citations (they named other sources), cut to HISTORY_ANSWER_CHARS."""
-    answer = " ".join(CITATION.sub("", answer).split())
+    answer = " ".join(re.sub(r"\s*" + CITATION.pattern, "", answer).split())  # "a day [1]." -> "a day."
     return answer if len(answer) <= HISTORY_ANSWER_CHARS else answer[:HISTORY_ANSWER_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
@@ -2358,8 +2359,9 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
           else "  none: it asks one thing")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
-    found, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])
-    explain_hits(index, question, found, mode, embeddings)
+    asked_before = [asked for asked, _ in earlier]
+    found, mode = retrieve(index, question, config, embeddings, asked_before)
+    explain_hits(index, make_query(question, asked_before), found, mode, embeddings)
     if search_only:
         return Answer(question, mode, found)
     answer = prompt_for(index, question, found, mode, config, earlier)
@@ -2379,28 +2381,33 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     return answer
 
 
-def explain_hits(index, question, hits, mode, embeddings):
+def explain_hits(index, query, hits, mode, embeddings):
     """Print the hits with how each scored: BM25 by token, and in hybrid mode both ranks and the cosine."""
     stage(f"Top {len(hits)} chunks by {mode} search")
-    ranks = {}
-    if mode == "hybrid":  # where each way alone ranks the chunk
-        ranks = {way: {number: rank for rank, (number, _) in
-                       enumerate(RANKINGS[way](index, make_query(question), FUSION_DEPTH, embeddings), 1)}
-                 for way in ("lexical", "embedding")}
-    tokens = list(dict.fromkeys(tokenize(question)))
-    for hit in hits:
-        number = hit.number
+    for hit, (parts, ways) in zip(hits, hit_scores(index, query, hits, mode, embeddings)):
         print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
-        weights = {token: index.weight(token, number) for token in tokens}
-        parts = [f"{token} {weight:.2f}" for token, weight in weights.items() if weight]
-        line = f"{' + '.join(parts)} = {sum(weights.values()):.2f}" if parts else "no shared token"
+        shown = [f"{token} {weight:.2f}" for token, weight in parts]
+        line = f"{' + '.join(shown)} = {sum(weight for _, weight in parts):.2f}" if parts else "no shared token"
         if mode == "hybrid":
-            line = (f"lexical #{ranks['lexical'].get(number, '-')} ({line}); embedding "
-                    f"#{ranks['embedding'].get(number, '-')} (cosine "
-                    f"{cosines(embeddings, question, [number])[number]:.3f}); hybrid {hit.score:.4f}")
+            line = (f"lexical #{ways['lexical_rank'] or '-'} ({line}); embedding #{ways['embedding_rank'] or '-'} "
+                    f"(cosine {ways['cosine']:.3f}); hybrid {hit.score:.4f}")
         elif mode == "embedding":
             line = f"cosine {hit.score:.3f}"
         print(wrapped(line, "      ", "        "))
+
+
+def hit_scores(index, query, hits, mode, embeddings):
+    """Return how each hit scored: [(token, its part of the BM25 score)] (its query weight times its
+    weight in the chunk), and beyond words where each way alone ranks it and its cosine ({} by words)."""
+    ranks = {way: {n: r for r, (n, _) in enumerate(RANKINGS[way](index, query, FUSION_DEPTH, embeddings), 1)}
+             for way in ("lexical", "embedding") if mode != "lexical"}
+    scored = []
+    for hit in hits:
+        parts = [(token, weight * index.weight(token, hit.number)) for token, weight in query.weights.items()]
+        ways = ranks and {"lexical_rank": ranks["lexical"].get(hit.number), "cosine": cosines(
+            embeddings, query.text, [hit.number])[hit.number], "embedding_rank": ranks["embedding"].get(hit.number)}
+        scored.append(([part for part in parts if part[1]], ways))
+    return scored
 
 
 def wrapped(text, first_indent, indent):
@@ -2433,8 +2440,8 @@ def read_eval_cases(path):
             text = decode(f.read(), path)  # UTF-8, or UTF-16 with a BOM (PowerShell's), as documents are
     except OSError as e:
         raise RagError(f"--eval {path}: {e.strerror or e}", 2) from None
-    if text is None:
-        raise RagError(f"--eval {path}: not a text file", 2)
+    except RagError as e:
+        raise RagError(f"--eval {path}: not a text file ({e})", 2) from None
     cases = []
     for number, line in enumerate(one_line_end(text).split("\n"), 1):
         if not line.strip() or line.startswith("#"):
@@ -4737,9 +4744,15 @@ def read_epub_text(data, path):
     return ["\n\n".join(p.text for p in html_paragraphs(chapter, path)) for chapter in read_epub(data, path)]
 
 
-# A Word or OpenDocument text is one text (its lines are those of --show-text); the others are pages.
-READERS.update({".docx": lambda data, path: text_paragraphs("\n\n".join(read_docx(data, path))),
-                ".odt": lambda data, path: text_paragraphs("\n\n".join(read_odf(data, path))),
+def one_text(texts):
+    """Return the paragraphs of a Word or OpenDocument text, its lines counted as --show-text prints them
+    (it has no lines of its own: those are what a user can look up)."""
+    return [replace(paragraph, page=0) for paragraph in page_paragraphs(["\n\n".join(texts)])]
+
+
+# A Word or OpenDocument text is one text; the others are pages.
+READERS.update({".docx": lambda data, path: one_text(read_docx(data, path)),
+                ".odt": lambda data, path: one_text(read_odf(data, path)),
                 **{suffix: lambda data, path, read=read: page_paragraphs(read(data, path)) for suffix, read in
                    ((".pptx", read_pptx), (".odp", read_odf), (".xlsx", read_xlsx), (".ods", read_odf),
                     (".epub", read_epub_text))}})
@@ -5055,18 +5068,12 @@ def route_explain(handler, site, params):
     query = make_query(question, earlier)
     found, mode = retrieve(index, question, config, embeddings, earlier)
     answer = prompt_for(index, question, found, mode, config, turns)
-    ranks = {way: {n: r for r, (n, _) in enumerate(RANKINGS[way](index, query, FUSION_DEPTH, embeddings), 1)}
-             for way in ("lexical", "embedding") if mode != "lexical"}
     hits = []
-    for hit in found:
-        number, cost = hit.number, estimate_tokens(passage_block(hit.rank, hit.chunk))
-        parts = [[token, weight * index.weight(token, number)] for token, weight in query.weights.items()]
+    for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,
-                         place=place(hit.chunk), tokens=cost, parts=[p for p in parts if p[1]],
-                         fits=any(given.chunk is hit.chunk for given in answer.hits)))
-        if ranks:
-            hits[-1].update(lexical_rank=ranks["lexical"].get(number), embedding_rank=ranks["embedding"].get(number),
-                            cosine=cosines(embeddings, query.text, [number])[number])
+                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, hit.chunk)),
+                         parts=[list(part) for part in parts], fits=any(given.chunk is hit.chunk for given in answer.hits),
+                         **ways))
     words = [[w, [word_token(w)] if word_token(w) else []] for w in WORD.findall(question.lower())]
     request = answer.request and {"url": answer.request.url, "body": answer.request.body}
     base = sum(estimate_tokens(m["content"]) for m in request["body"]["messages"]) - sum(
@@ -5149,7 +5156,7 @@ def handle(handler, site):
     path, _, query = handler.path.partition("?")  # routes are exact paths: no "..", "//" or "http://host/"
     try:
         try:
-            params = urllib.parse.parse_qs(query, max_num_fields=12)
+            params = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=12)  # a="": no answer yet
         except ValueError:
             raise RagError("too many query fields", status=400) from None
         if not site.host_allowed(handler.headers.get("Host", "")):
@@ -5195,7 +5202,8 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
     import socket
     import socketserver
     import threading
-    host, _, port = address.rpartition(":") if ":" in address else (address, "", "8000")
+    host, _, port = address.rpartition(":") if ":" in address else ("", "", address) if address.isdigit() \
+        else (address, "", "8000")  # "8000" is a port, "0.0.0.0" a host
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or int(port) > 65535:
         raise RagError(f"--serve {address}: expected HOST:PORT, e.g. {SERVE_ADDRESS}", 2)

@@ -912,6 +912,16 @@ class IndexStoreTest(TempFolder):
                 self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM chunks")[0], chunks)  # rolled back
         self.assertEqual(run_main(["--docs", self.docs, "--cache", self.folder, "--search", "bravo"])[0], 0)
 
+    def test_a_file_that_cannot_be_read_is_tried_again_without_adding_a_part(self):
+        self.write("docs/bad.txt", b"\x00\x01binary")
+        for run in range(3):
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                index, read = self.updated(self.path)
+            self.assertEqual(read, 4 if run == 0 else 1)  # the unreadable one again, and said again
+            self.assertIn("bad.txt", err.getvalue())
+            index.db.close()
+        self.assertEqual(rag.first_row(rag.open_index(self.path).db, "SELECT count(*) FROM parts")[0], 1)
+
     def test_no_writable_folder_means_an_index_in_memory_said_once(self):
         self.write("cache", "a file where the folder should be")
         err = io.StringIO()
@@ -1643,6 +1653,17 @@ class AnswerTest(unittest.TestCase):
         self.assertGreaterEqual(sent["options"]["num_ctx"], 2048)
         self.assertIn("within 30 days", sent["messages"][1]["content"])
 
+    def test_an_ollama_behind_a_proxy_that_wants_a_key_gets_it_in_every_request(self):
+        fake = FakeOllama()
+        fake.models = ["llama3.2:latest", "nomic-embed-text:latest"]  # auto: hybrid, so it embeds too
+        with mock.patch.dict(os.environ, {"RAG_API_KEY": "s3cret"}):
+            code, out, err = self.ask(fake, "--no-cache")
+        self.assertEqual(code, 0)
+        self.assertNotIn("s3cret", out + err)
+        paths = {path for _, path, _ in fake.requests}
+        self.assertTrue({"/api/version", "/api/tags", "/api/embed", "/api/chat"} <= paths, paths)
+        self.assertEqual({h.get("Authorization") for h in fake.headers}, {"Bearer s3cret"})
+
     def test_model_flag_and_json_output(self):
         fake = FakeOllama(answer="Within 30 days [1]. See also [9].")
         code, out, err = self.ask(fake, "--model", "qwen3", "--json")
@@ -1905,6 +1926,9 @@ class EvalTest(TempFolder):
         self.assertEqual(code, 2)
         code, out, err = run_main(["--eval", self.write("empty.tsv", "# nothing\n")])
         self.assertEqual(code, 2)
+        code, out, err = run_main(["--eval", self.write("binary.tsv", b"q\thandbook.txt\n\x00\x00")])
+        self.assertEqual(code, 2)
+        self.assertRegex(err, r"^rag.py: --eval \S+binary.tsv: not a text file \(binary .+\)\n$")
 
     def test_explain_with_json_is_a_usage_error(self):
         self.assertEqual(run_main(["--explain", "--json", "per diem"]),
@@ -2224,6 +2248,19 @@ class ExplainTest(unittest.TestCase):
         self.assertIn("東京オフィスの勤務時間->東京 京オ オフ", out)
         self.assertNotIn("== Prompt", out)
 
+
+    def test_a_follow_up_is_explained_with_the_earlier_question_s_tokens_at_their_weight(self):
+        """"apple" and "pie" come from the earlier question, at half weight (one turn back): "apple tart"
+        scores tart + apple / 2, "apple pie" (apple + pie) / 2."""
+        index = index_of("apple pie", "apple tart", "cherry cake")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rag.explain(index, "and the tart?", rag.Config(k=2), None, search_only=True, earlier=[("apple pie?", "")])
+        tart, pie, apple = (index.weight(token, number) for token, number in (("tart", 1), ("pie", 0), ("appl", 0)))
+        self.assertIn(f"  [1] {tart + apple / 2:.4f}  1.txt:1-1\n      tart {tart:.2f} + appl {apple / 2:.2f} = ",
+                      out.getvalue())
+        self.assertIn(f"  [2] {(pie + apple) / 2:.4f}  0.txt:1-1\n      appl {apple / 2:.2f} + pie {pie / 2:.2f} = ",
+                      out.getvalue())
 
     def test_hybrid_explain_shows_where_each_way_ranks_a_chunk(self):
         """"apple" is in chunks 0 and 1 (relevance 1.0 each, BM25 ln 1.6 = 0.47); the question's vector
@@ -3374,6 +3411,14 @@ class DocxTest(unittest.TestCase):
                          ["# Handbook\n\n# Travel\n\n## Per diem\n\nJapan: EUR 70\n\n### Rates\n\n## Asia\n\n"
                           "Loop text\n\nBody"])
 
+    def test_line_numbers_are_those_of_the_text_shown(self):
+        body = '<w:p><w:r><w:t>alpha</w:t><w:br/><w:br/><w:br/><w:t>omega line</w:t></w:r></w:p>' + p("zeta final")
+        document = rag.Document("a.docx", rag.READERS[".docx"](docx(body), "a.docx"))
+        lines = rag.document_text(document).split("\n")
+        self.assertEqual([(lines[para.first_line - 1], lines[para.last_line - 1]) for para in document.paragraphs],
+                         [("alpha", "alpha"), ("omega line", "omega line"), ("zeta final", "zeta final")])
+        self.assertEqual({para.page for para in document.paragraphs}, {0})  # lines, no pages
+
     def test_runs_tabs_breaks_symbols_revisions_fields_and_ruby(self):
         body = ('<w:p><w:r><w:t>a</w:t><w:tab/><w:t>b</w:t><w:br/><w:t>c</w:t><w:cr/><w:t xml:space="preserve">d </w:t>'
                 '</w:r><w:del><w:r><w:delText>gone</w:delText></w:r></w:del><w:ins><w:r><w:t>new</w:t></w:r></w:ins>'
@@ -4024,7 +4069,7 @@ class FollowUpTest(unittest.TestCase):
         self.assertEqual([m["role"] for m in messages], ["system", "user", "assistant", "user"])
         self.assertTrue(messages[0]["content"].endswith(rag.HISTORY_RULE))
         self.assertEqual(messages[1]["content"], "What is the per diem in Japan?")
-        self.assertTrue(messages[2]["content"].startswith("EUR 70 a day ."))  # no [n]: they named other sources
+        self.assertTrue(messages[2]["content"].startswith("EUR 70 a day."))  # no [n]: they named other sources
         self.assertLessEqual(len(messages[2]["content"]), rag.HISTORY_ANSWER_CHARS + 4)
         self.assertEqual(messages[3], rag.build_messages("and the hotel cap?", hits)[1])
 
@@ -4050,7 +4095,7 @@ class FollowUpTest(unittest.TestCase):
         users = [[m["content"][:40] for m in body["messages"] if m["role"] != "system"]
                  for _, path, body in fake.requests if path == "/api/chat"]
         self.assertEqual([len(messages) for messages in users], [1, 3, 1])  # the turn before, then none
-        self.assertEqual(users[1][:2], ["What is the per diem in Japan?", "Expense reports are due within 30 days ."])
+        self.assertEqual(users[1][:2], ["What is the per diem in Japan?", "Expense reports are due within 30 days."])
 
 
 def follow_up_report(index, config, conversations, k=5):
@@ -4251,7 +4296,7 @@ class PageRoutesTest(ServerCase):
         self.assertEqual(lines[0]["hits"][0]["heading"], "Expenses > Per diem")
         messages = self.fake.chats()[-1]["messages"]
         self.assertEqual([m["role"] for m in messages], ["system", "user", "assistant", "user"])
-        self.assertEqual(messages[2]["content"], "EUR 70 a day .")
+        self.assertEqual(messages[2]["content"], "EUR 70 a day.")
         status, _, body = self.request("GET", "/api/search?q=and+the+hotel+cap%3F&h=What+is+the+per+diem+in+Japan%3F")
         self.assertEqual(json.loads(body)["hits"][0]["heading"], "Expenses > Per diem")
 
@@ -4285,6 +4330,19 @@ class PageRoutesTest(ServerCase):
         self.assertTrue(all(hit["fits"] for hit in x["hits"]))
         self.assertEqual([m["role"] for m in x["request"]["body"]["messages"]], ["system", "user", "assistant", "user"])
         self.assertLess(x["budget"]["base"], x["budget"]["context"])
+
+    def test_explain_keeps_each_earlier_answer_with_its_question_even_an_empty_one(self):
+        status, _, body = self.request("GET", "/api/explain?q=and+the+hotel+cap%3F&h=per+diem+Japan&a=&h=What+about+"
+                                              "mileage&a=Mileage+is+EUR+0.23+per+km")  # "Search only": no answer
+        messages = json.loads(body)["request"]["body"]["messages"]
+        self.assertEqual([(m["role"], m["content"]) for m in messages[1:5]],
+                         [("user", "per diem Japan"), ("assistant", ""), ("user", "What about mileage"),
+                          ("assistant", "Mileage is EUR 0.23 per km")])
+
+    def test_a_bare_number_is_a_port_on_this_machine(self):
+        server = rag.make_server(config_for(self.fake.url), "0")
+        self.addCleanup(server.server_close)
+        self.assertEqual(server.server_address[0], "127.0.0.1")
 
     def test_a_document_changed_between_two_questions(self):
         old = rag.RELOAD_SECONDS
