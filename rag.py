@@ -2666,8 +2666,9 @@ def build_parser():
     parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
                                               f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
     parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
-                        help="where embeddings are kept between runs (default: %(default)s)")
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+                        help="where the index and the embeddings are kept between runs (default: %(default)s)")
+    parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
+                                                                "for this run only")
     parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
                                         "the served one elsewhere)")
     parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
@@ -5107,18 +5108,29 @@ ROUTES = {"/": ("GET", lambda handler, site, params: send(handler, 200, PAGE, "t
 class Site:
     """What every request shares: the settings, the live index, the model queue and the access rules."""
 
-    def __init__(self, config, host, port, token, model_calls, log_questions):
+    def __init__(self, config, host, port, token, model_calls, log_questions, public_url=""):
         import socket  # here, not at the top: see the note after the imports
         self.config, self.port, self.token, self.log_questions = config, port, token, log_questions
         self.live, self.queue = LiveIndex(config), ModelQueue(model_calls)
         self.names = {"localhost", host.lower()}
         if token:  # off loopback: also the machine's names
             self.names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        # Behind a proxy (--public-url https://rag.example.com), the browser names the proxy's address.
+        self.public = public_url.rstrip("/").lower()
+        scheme, _, name = self.public.partition("://")
+        self.public_hosts = {name, name + (":443" if scheme == "https" else ":80")} if name else set()
+
+    def origin_allowed(self, handler):
+        """True when a POST comes from the page itself (scripts of other sites send their Origin)."""
+        own = "http://" + handler.headers.get("Host", "")
+        return handler.headers.get("Origin", own).lower() in (own.lower(), self.public)
 
     def host_allowed(self, host):
         """True when the Host header names this server (against DNS rebinding): its port, with an IP address,
         localhost, or (off loopback) this machine's name."""
         import ipaddress
+        if host.lower() in self.public_hosts:
+            return True  # a proxy that passes on the Host the browser sent
         name, port = (host, "80") if host.endswith("]") or ":" not in host else host.rsplit(":", 1)
         name = name.strip("[]").lower().rstrip(".")
         try:
@@ -5170,8 +5182,7 @@ def handle(handler, site):
             raise RagError(f"{path} takes {method} only", status=405)
         if path != "/" and handler.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
             raise RagError("requests from other sites are refused", status=403)
-        origin = "http://" + handler.headers["Host"]
-        if method == "POST" and handler.headers.get("Origin", origin) != origin:  # scripts send none
+        if method == "POST" and not site.origin_allowed(handler):
             raise RagError("requests from other sites are refused", status=403)
         if method == "POST" and handler.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
             raise RagError("send the body as Content-Type: application/json", status=415)
@@ -5196,7 +5207,7 @@ def access_token(host, given=None):
     return None if is_loopback(f"http://[{host}]/" if ":" in host else f"http://{host}/") else secrets.token_urlsafe(18)
 
 
-def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CALLS, log_questions=False):
+def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CALLS, log_questions=False, public_url=""):
     """Return the page's HTTP server at address ("HOST:PORT"; port 0: a free one), ready to serve_forever()."""
     import http.server  # here, not at the top: see the note after the imports
     import socket
@@ -5208,6 +5219,8 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
     if not port.isdigit() or int(port) > 65535:
         raise RagError(f"--serve {address}: expected HOST:PORT, e.g. {SERVE_ADDRESS}", 2)
     token = access_token(host, token)
+    if public_url and not re.fullmatch(r"https?://[^/?#\s]+/?", public_url):
+        raise RagError(f"--public-url {public_url}: expected the address people open, e.g. https://rag.example.com", 2)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version, server_version, sys_version, timeout = "HTTP/1.1", "rag.py", "", IDLE_SECONDS
@@ -5268,7 +5281,7 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
     except (OSError, OverflowError) as e:  # a port in use, an address this machine does not have
         raise RagError(f"--serve {address}: cannot listen there ({getattr(e, 'strerror', None) or e}); "
                        "choose another address or port") from None
-    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions)
+    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions, public_url)
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
     server.url = f"http://{shown}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
     return server
@@ -5284,6 +5297,8 @@ def serve_options(parser):
     parser.add_argument("--model-calls", type=positive_int, default=MODEL_CALLS, metavar="N",
                         help="with --serve: answers generated at a time; the others wait (default: %(default)s)")
     parser.add_argument("--log-questions", action="store_true", help="with --serve: log each request's question")
+    parser.add_argument("--public-url", default="", metavar="URL",
+                        help="with --serve behind a proxy: the address people open (https://rag.example.com)")
 
 
 def serve(args, config):
@@ -5291,7 +5306,7 @@ def serve(args, config):
     if args.question or args.eval or args.search or args.explain or args.show_prompt:
         raise RagError("--serve asks its questions on the page; drop the question, --search, --eval, --explain "
                        "and --show-prompt", 2)
-    server = make_server(config, args.serve, args.token, args.model_calls, args.log_questions)
+    server = make_server(config, args.serve, args.token, args.model_calls, args.log_questions, args.public_url)
     print(server.url, flush=True)
     try:
         server.serve_forever()

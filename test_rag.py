@@ -4432,6 +4432,21 @@ class PageRequestRulesTest(ServerCase):
         self.assertEqual(self.request("POST", "/api/ask", json.dumps(question), {"Content-Type": "text/plain"})[0], 415)
         self.assertEqual(self.request("GET", "/api/search?q=x", headers={"Sec-Fetch-Site": "cross-site"})[0], 403)
 
+    def test_behind_a_proxy_the_public_address_is_accepted_too(self):
+        self.start(config_for(self.fake.url, [self.docs]), public_url="https://rag.example.com/")
+        question, public = {"question": "per diem"}, "https://rag.example.com"
+        for headers, expected in (({"Origin": public}, 200),  # nginx: Host is the upstream, Origin the public one
+                                  ({"Host": "rag.example.com", "Origin": public}, 200),  # Caddy: the public Host
+                                  ({"Host": "rag.example.com:443", "Origin": public}, 200),
+                                  ({"Host": "evil.example", "Origin": public}, 421),
+                                  ({"Origin": "https://evil.example"}, 403), ({"Origin": public + ".evil"}, 403)):
+            with self.subTest(headers=headers):
+                self.assertEqual(self.request("POST", "/api/ask", question, headers)[0], expected)
+        for wrong in ("rag.example.com", "https://rag.example.com/path", "ftp://x"):
+            with self.subTest(public_url=wrong), self.assertRaises(rag.RagError) as caught:
+                rag.make_server(config_for(self.fake.url, [self.docs]), "127.0.0.1:0", public_url=wrong)
+            self.assertEqual(caught.exception.exit_code, 2)
+
     def test_oversized_requests(self):
         cases = [("POST", "/api/ask", b"", {"Content-Length": str(rag.MAX_BODY_BYTES + 1)}, 413),
                  ("POST", "/api/ask", {"question": "x" * (rag.MAX_QUESTION_CHARS + 1)}, {}, 413),
