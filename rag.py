@@ -20,6 +20,7 @@ ranked by meaning (--mode auto, the default, when embedding them is quick; --mod
 import argparse
 import bisect
 import gc
+import hashlib
 import heapq
 import json
 import math
@@ -41,8 +42,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from html.parser import HTMLParser
 
-# base64, hashlib, http.client, socket, tempfile and urllib are imported in the functions that use them:
-# only answers and embeddings need them, and loading them up front would add ~33 ms to every run. So are
+try:
+    import sqlite3  # the index's database
+except ImportError:  # a Python built without it (rare): said in one line when the index is opened
+    sqlite3 = None
+
+# http.client, socket, urllib and base64 are imported in the functions that use them: only the model
+# server needs them, and loading them up front would add ~33 ms to a search without one. So are
 # zipfile, xml.etree and datetime: only office files need them (~10 ms more).
 
 # ---------------------------------------------------------------------------------------------------
@@ -137,12 +143,19 @@ class RagError(Exception):
 
 def warn(message):
     """Tell the user about something skipped or degraded, on one stderr line, and carry on."""
-    print("rag.py: warning: " + message, file=sys.stderr, flush=True)
+    say("rag.py: warning: " + message)
 
 
 def error(message):
     """Tell the user why something failed, on one stderr line."""
-    print("rag.py: " + message, file=sys.stderr, flush=True)
+    say("rag.py: " + message)
+
+
+def say(line):
+    """Write a line to stderr in one piece: print() writes its newline apart, and the page's threads
+    would interleave their lines."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 @dataclass(frozen=True)
@@ -308,14 +321,15 @@ def file_identity(file, in_folder, seen):
     return f"{info.st_size} {info.st_mtime_ns} {info.st_ino}"
 
 
-def walk_files(folder):
-    """Yield the files below folder in sorted order; hidden names and link loops are left out."""
+def walk_files(folder, tell=warn):
+    """Yield the files below folder in sorted order; hidden names and link loops are left out (and
+    told, unless tell says nothing)."""
     seen = set()
-    for root, dirs, files in os.walk(folder, followlinks=True, onerror=lambda e: warn(
+    for root, dirs, files in os.walk(folder, followlinks=True, onerror=lambda e: tell(
             f"skipped {e.filename}: {e.strerror}")):
         real = os.path.realpath(root)
         if real in seen:  # a symbolic link back up the tree would make this walk endless
-            warn(f"skipped {root}: a link loop, or a link to a folder read already")
+            tell(f"skipped {root}: a link loop, or a link to a folder read already")
             dirs[:] = []
             continue
         seen.add(real)
@@ -950,7 +964,9 @@ class Index:
     and lengths at question time: they are exact however the index was built (see weights_of)."""
 
     def __init__(self, path=":memory:"):
-        import sqlite3  # here, not at the top: see the note after the imports
+        if sqlite3 is None:
+            raise RagError("this Python was built without its sqlite3 module, which rag.py keeps its index in: "
+                           "run rag.py with another Python (python.org's, or the system's)")
         self.path, self.weights, self.cached = path, {}, {}
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it at once (they only read)
@@ -1066,7 +1082,6 @@ def transaction(db, path):
     """Run the with-block's statements as one transaction: all of them are written, or none. Another
     process writing the same database makes this one wait (up to INDEX_WAIT_SECONDS); one that cannot be
     written (a full disk, a lock held too long) is a RagError, whatever else the block was doing."""
-    import sqlite3  # here, not at the top: see the note after the imports
     try:
         db.execute("BEGIN IMMEDIATE")
         yield
@@ -1096,7 +1111,6 @@ def open_index(path, again=True):
     """Return the Index in the database at path, made if it is not there, readable by the user only. One
     that is damaged is said so and made anew; one made by another rag.py is indexed anew (the vectors in
     it are kept: they depend on the text alone); where none can be written, the index lives in memory."""
-    import sqlite3  # here, not at the top: see the note after the imports
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # yours only: it holds the documents' text
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
@@ -1302,7 +1316,6 @@ def index_format():
     """Return what an index must have been made by to be used: this format, and this very rag.py (another
     one may split or tokenize otherwise, and its chunks and counts would not be the ones it would make)."""
     try:
-        import hashlib  # here, not at the top: see the note after the imports
         with open(__file__, "rb") as f:
             made_by = hashlib.sha256(f.read()).hexdigest()[:12]
     except OSError:
@@ -1318,7 +1331,6 @@ def index_path(folder, docs):
 
 def text_key(text):
     """Return the cache key of a text: a hash, so unchanged text is found again whatever its file."""
-    import hashlib  # here, not at the top: see the note after the imports
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -1657,7 +1669,6 @@ class EmbeddingCache:
     the user's only.)"""
 
     def __init__(self, path, model, api="ollama"):
-        import sqlite3  # here, not at the top: see the note after the imports
         import threading
         self.model, self.path = model, path
         self.lock = threading.Lock()  # the page's threads add questions' vectors at once
@@ -2085,7 +2096,7 @@ def prompt_for(index, question, found, mode, config, earlier=()):
         return Answer(question, mode, found, text=REFUSAL, warnings=(NOT_ASKED,))
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
     hits = fit_hits(found, used, config.context - ANSWER_TOKENS)
-    if found and not hits:
+    if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
                        "or shorten the question")
@@ -3259,7 +3270,6 @@ def security(pdf):
     """Return decrypt(num, gen, data) for the streams of an encrypted file that opens without a
     password (its user password is empty, or else its owner password), None for a file not encrypted.
     Raise RagError if it needs a password."""
-    import hashlib  # here, as rag.py does: only encrypted files need it, and it takes 5 ms to import
     get = pdf.get
     encrypt, ids = get(pdf.trailer.get("Encrypt")), get(pdf.trailer.get("ID"))
     if not isinstance(encrypt, dict):
@@ -3321,7 +3331,6 @@ def security(pdf):
 def password_hash(password, salt, udata, revision):
     """Return the hash of a password for AES-256 (ISO 32000-2 Algorithm 2.B): SHA-256 for revision 5;
     for 6, at least 64 rounds of AES-128 and SHA-2, made slow on purpose against password guessing."""
-    import hashlib
     k, rounds = hashlib.sha256(password + salt + udata).digest(), 0
     while revision >= 6:
         rounds += 1
@@ -4090,8 +4099,6 @@ def pdf_pages(data, path):
                 broken.append(number)  # the text before the damage is kept
             texts.append(page_layout(drawn["spans"]))
             scans += [number] if drawn["images"] and not texts[-1] else []
-    except RagError as e:
-        raise RagError(f"{e}") from None
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error, OverflowError) as e:
         raise RagError(f"a damaged PDF ({type(e).__name__}: {e}); repair it: qpdf in.pdf out.pdf") from None
     unmapped = sorted({font.name for font in pdf.fonts.values() if font and unmapped_share(font) > 0.1})
@@ -4431,8 +4438,8 @@ def flatten(roots, markup, heading_level=None, notes=None):
 # ---------------------------------------------------------------------------------------------------
 
 def read_docx(data, path):
-    """Return a Word document as one page: headers and footers, then the body with its headings as
-    Markdown and each footnote or endnote after the paragraph that cites it."""
+    """Return a Word document's text (a list of one): headers and footers, then the body with its
+    headings as Markdown and each footnote or endnote after the paragraph that cites it."""
     part = zip_reader(data, path)
     main = next((name for kind, name in relationships(part, "").values() if kind == "officeDocument"),
                 "word/document.xml")
@@ -4796,11 +4803,12 @@ class Snapshot:
 
 
 def docs_stamp(paths):
-    """Return (path, size, mtime_ns) of each file under the --docs paths that a reader takes."""
+    """Return (path, size, mtime_ns) of each file under the --docs paths that a reader takes. (Quietly:
+    what is skipped was said when the files were read.)"""
     stamp = []
     for path in paths:
         in_folder = os.path.isdir(path)
-        for file in walk_files(path) if in_folder else [path]:
+        for file in walk_files(path, tell=lambda message: None) if in_folder else [path]:
             if not in_folder or reader_for(file, named=False):
                 try:
                     info = os.stat(file)
@@ -4973,7 +4981,7 @@ def read_json(handler):
     return value
 
 
-def asked(site, params):
+def question_asked(site, params):
     """Return (snapshot, config, question, earlier turns) of a GET: ?q=question&h=earlier question&a=its answer."""
     snapshot, questions = site.live.current(), params.get("h", [])
     answers = params.get("a", []) + [""] * len(questions)
@@ -5026,7 +5034,7 @@ def route_ask(handler, site, params):
 
 def route_search(handler, site, params):
     """GET /api/search?q=...&h=earlier question: the ranked passages, as the first line of an answer."""
-    snapshot, config, question, earlier = asked(site, params)
+    snapshot, config, question, earlier = question_asked(site, params)
     hits, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier])
     send(handler, 200, head_line(snapshot, question, hits, mode), "application/json")
 
@@ -5064,7 +5072,7 @@ def marked(text, question):
 def route_explain(handler, site, params):
     """GET /api/explain?q=...&h=...&a=...: --explain's stages as data for pictures: the words and their tokens,
     each hit's score by token (both ranks and the cosine in hybrid mode), what fits the context, the request."""
-    snapshot, config, question, turns = asked(site, params)
+    snapshot, config, question, turns = question_asked(site, params)
     index, earlier, embeddings = snapshot.index, [asked for asked, _ in turns], snapshot.embeddings
     query = make_query(question, earlier)
     found, mode = retrieve(index, question, config, embeddings, earlier)
@@ -5194,8 +5202,8 @@ def handle(handler, site):
     finally:
         timing = "".join(f", {name} {seconds * 1000:.1f} ms" for name, seconds in handler.timing.items())
         shown = f"{path} {query!r}" if site.log_questions else path
-        print(f'rag.py: {handler.client_address[0]} "{handler.command} {shown}" {getattr(handler, "status", "-")} '
-              f"{(time.monotonic() - started) * 1000:.1f} ms{timing}", file=sys.stderr, flush=True)
+        say(f'rag.py: {handler.client_address[0]} "{handler.command} {shown}" {getattr(handler, "status", "-")} '
+            f"{(time.monotonic() - started) * 1000:.1f} ms{timing}")
 
 
 def access_token(host, given=None):

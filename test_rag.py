@@ -922,6 +922,12 @@ class IndexStoreTest(TempFolder):
             index.db.close()
         self.assertEqual(rag.first_row(rag.open_index(self.path).db, "SELECT count(*) FROM parts")[0], 1)
 
+    def test_a_python_without_sqlite3_is_told_in_one_line(self):
+        with mock.patch.object(rag, "sqlite3", None):
+            code, out, err = run_main(["--docs", self.docs, "--no-cache", "--search", "per diem"])
+        self.assertEqual((code, out), (1, ""))
+        self.assertRegex(err, r"^rag.py: this Python was built without its sqlite3 module, .+\n$")
+
     def test_no_writable_folder_means_an_index_in_memory_said_once(self):
         self.write("cache", "a file where the folder should be")
         err = io.StringIO()
@@ -3951,6 +3957,16 @@ class FakeModel:
         return [body for path, body in self.requests if path == "/api/chat"]
 
 
+def eventually(check, seconds=5.0):
+    """True as soon as check() is (asked every 10 ms), False after seconds: for what another thread does."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def config_for(server, docs=(rag.DEFAULT_DOCS,), **changes):
     """The config of a page's server: Ollama at server, and an index in memory."""
     return rag.replace(rag.Config(docs=tuple(docs), mode="lexical", api="ollama", server=server, model="llama3.2",
@@ -4150,6 +4166,15 @@ class PageLiveIndexTest(unittest.TestCase):
         first = self.live.current()
         self.assertIs(self.live.current(), first)
 
+    @unittest.skipUnless(hasattr(os, "symlink") and os.name != "nt", "symbolic links")
+    def test_what_is_skipped_is_said_once_not_at_every_check(self):
+        os.symlink(self.folder, os.path.join(self.folder, "loop"))
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            live = rag.LiveIndex(config_for("", [self.folder]))
+            for _ in range(3):
+                live.current()
+        self.assertEqual(err.getvalue().count("a link loop"), 1)
+
     def test_a_change_is_seen_by_the_next_question_and_not_by_one_under_way(self):
         under_way = self.live.current()
         self.write("a.md", "# Alpha\n\nThe alpha code is 333 now.\n")
@@ -4198,7 +4223,7 @@ class PageLiveIndexTest(unittest.TestCase):
 class PageModelQueueTest(unittest.TestCase):
     def test_one_at_a_time_in_order_and_a_leaver_frees_its_place(self):
         queue, events, inside = rag.ModelQueue(1), [], threading.Event()
-        release = threading.Event()
+        release, second_waits = threading.Event(), threading.Event()
 
         def first():
             with queue.turn(lambda ahead: events.append(("first waits", ahead))):
@@ -4206,7 +4231,7 @@ class PageModelQueueTest(unittest.TestCase):
                 release.wait(5)
 
         def second():
-            with queue.turn(lambda ahead: events.append(("second waits", ahead))):
+            with queue.turn(lambda ahead: events.append(("second waits", ahead)) or second_waits.set()):
                 events.append(("second runs",))
 
         def leaver():
@@ -4224,7 +4249,7 @@ class PageModelQueueTest(unittest.TestCase):
         threads[1].join(5)
         threads.append(threading.Thread(target=second))
         threads[2].start()
-        time.sleep(0.1)
+        second_waits.wait(5)
         release.set()
         for thread in threads:
             thread.join(5)
@@ -4492,11 +4517,9 @@ class PageRequestRulesTest(ServerCase):
         idle = [socket.create_connection(("127.0.0.1", self.port)) for _ in range(2)]
         for connection in idle:
             self.addCleanup(connection.close)
-        time.sleep(0.2)
-        self.assertEqual(self.request("GET", "/api/status")[0], 503)
+        self.assertTrue(eventually(lambda: self.request("GET", "/api/status")[0] == 503))  # once both are taken
         idle[0].close()
-        time.sleep(0.2)
-        self.assertEqual(self.request("GET", "/api/status")[0], 200)
+        self.assertTrue(eventually(lambda: self.request("GET", "/api/status")[0] == 200))
 
     def test_hostile_document_text_is_served_as_json_never_as_a_page(self):
         with open(os.path.join(self.docs, "<img src=x onerror=alert(1)>.md"), "w") as f:
