@@ -29,6 +29,7 @@ import time
 import unittest
 import zipfile
 import zlib
+from array import array
 from unittest import mock
 
 import rag
@@ -758,6 +759,26 @@ class ScoreTest(unittest.TestCase):
     def test_no_shared_token_means_no_hit(self):
         index = index_of("apple", "banana")
         self.assertEqual(search(index, "cherry"), [])
+
+    def test_a_long_question_weighs_a_repeated_word_saturated_a_short_one_once(self):
+        """k3 = 8: a word said n times weighs n * 9 / (n + 8): 1 for once, 3 for four times, at most 9."""
+        paragraph = ["vaccin"] * 4 + [f"word{n}" for n in range(16)]  # 20 tokens: a pasted paragraph
+        for tokens, expected in ((["tax", "tax", "file"], {"tax": 1.0, "file": 1.0}),
+                                 (paragraph, dict({"vaccin": 3.0}, **{f"word{n}": 1.0 for n in range(16)})),
+                                 (["a"] * 1000 + paragraph, {"a": 1000 * 9 / 1008})):
+            with self.subTest(tokens=tokens[:5]):
+                weights = rag.query_weights(tokens)
+                self.assertEqual({token: weights[token] for token in expected}, expected)
+                self.assertEqual(list(weights), list(dict.fromkeys(tokens)))  # in question order
+
+    def test_a_pasted_paragraph_finds_what_it_keeps_coming_back_to(self):
+        """Counted once, "school budget" (two words of the paragraph) would beat "vaccine safety" (one);
+        the paragraph says "vaccine" four times: 3 x its weight puts that chunk first (4.62 against 3.08)."""
+        index = index_of("vaccine safety", "school budget", "weather report", "garden party", "music night")
+        paragraph = ("Vaccine mandates matter: a vaccine protects children, and every vaccine programme shows that "
+                     "vaccine uptake rises when parents trust doctors; critics talk about the school budget instead.")
+        self.assertEqual([hit.chunk.source for hit in search(index, paragraph)], ["0.txt", "1.txt"])
+        self.assertEqual(search(index, "vaccine vaccine school budget")[0].chunk.source, "1.txt")  # short: once
         self.assertEqual(search(index, ""), [])
         self.assertEqual(search(rag.Index(), "apple"), [])
 
@@ -1273,6 +1294,12 @@ class EmbedTest(EmbedCase):
         code, out, err = self.search()
         self.assertEqual((code, out, err), (1, "", f"rag.py: {self.fake.url} returned 2 vectors for 3 texts; try again\n"))
 
+    def test_empty_vectors_are_an_error(self):
+        self.fake.on_api_embed = lambda handler, body: handler.reply(200, {"model": body["model"], "embeddings": [[]] * len(body["input"])})
+        code, out, err = self.search()
+        self.assertEqual((code, out, err), (1, "", f"rag.py: the embeddings from {self.fake.url} are empty; is "
+                                                   "all-minilm an embedding model?\n"))
+
     def test_a_model_that_keeps_changing_its_vector_size_is_an_error_not_a_loop(self):
         """Every reply has a new size, one chunk a batch: the first pass keeps only chunk 3 (each new
         size drops the vectors before it), the retry embeds chunks 1 and 2 and keeps only chunk 2."""
@@ -1424,7 +1451,7 @@ class EmbeddingCacheTest(TempFolder):
     def test_a_question_asked_again_is_not_embedded_again(self):
         cache = rag.EmbeddingCache(":memory:", "m")
         cache.add("questions", [rag.text_key("a")], self.vectors([1.0, 0.0]))
-        vector = rag.question_vector("a", rag.Embeddings({}, cache, rag.Config()))  # no server: from the cache
+        vector = rag.question_vector("a", rag.Embeddings({}, {}, cache, rag.Config()))  # no server: from the cache
         self.assertEqual(list(vector), [1.0, 0.0])
 
 
@@ -1434,7 +1461,9 @@ def embeddings_of(vectors, question, question_vector):
     """Embeddings of made-up chunk vectors, with the question's vector in the cache (no server needed)."""
     cache = rag.EmbeddingCache(":memory:", "test-model")
     cache.add("questions", [rag.text_key(question)], [rag.unit_vector(question_vector)])
-    return rag.Embeddings([rag.unit_vector(v) for v in vectors], cache, rag.Config())
+    vectors = {number: rag.unit_vector(v) for number, v in enumerate(vectors)}
+    signs = {number: rag.signature(v) for number, v in vectors.items()}
+    return rag.Embeddings(vectors, signs, cache, rag.Config())
 
 
 class RetrieveTest(unittest.TestCase):
@@ -1469,6 +1498,36 @@ class RetrieveTest(unittest.TestCase):
         with mock.patch.object(rag, "FUSION_DEPTH", 5):  # words find fewer: every chunk is weighed
             self.assertEqual(rag.hybrid_ranking(index, rag.make_query("apple"), 2, embeddings)[0][0], 3)  # first, by meaning alone
 
+    def test_a_signature_holds_the_signs_of_the_numbers(self):
+        self.assertEqual(rag.signature(array("f", [0.5, -0.2, 0.1])), 0b101)
+        self.assertEqual(rag.signature(array("f", [-1.0] * 40 + [2.0])), 1)  # wider than a byte or a machine word
+
+    def test_the_shortlist_keeps_the_chunks_whose_signs_agree_most_ties_and_all(self):
+        """Signs against the question's (+ + + +): chunk 0 agrees on 4, 1 on 1, 2 on 3, 3 on 3, 4 on 0."""
+        embeddings = embeddings_of([[1, 1, 1, 1], [1, -1, -1, -1], [1, 1, 1, -1], [-1, 1, 1, 1], [-1, -1, -1, -1]],
+                                   "q", [1, 2, 3, 4])
+        vector = rag.unit_vector([1, 2, 3, 4])
+        self.assertEqual(rag.shortlist(embeddings, vector, 1), [0])
+        self.assertEqual(rag.shortlist(embeddings, vector, 2), [0, 2, 3])  # 2 and 3 tie for second: both in
+        self.assertEqual(rag.shortlist(embeddings, vector, 5), [0, 1, 2, 3, 4])
+
+    def test_embedding_search_over_more_chunks_than_the_shortlist_finds_the_nearest(self):
+        """300 random directions in 64 dimensions, and the question a blurred copy of chunk 123: the
+        shortlist of 30 holds it, and the ranking is the exact one from there (the cosines themselves)."""
+        generator = random.Random(7)
+        vectors = [[generator.gauss(0, 1) for _ in range(64)] for _ in range(300)]
+        question = [x + generator.gauss(0, 0.5) for x in vectors[123]]
+        embeddings = embeddings_of(vectors, "q", question)
+        query = rag.make_query("q")
+        with mock.patch.object(rag, "SHORTLIST", 30):
+            ranking = rag.embedding_ranking(None, query, 5, embeddings)
+        exact = rag.cosines(embeddings, rag.unit_vector(question), range(300))
+        self.assertEqual(ranking[0][0], 123)
+        self.assertEqual(ranking[0][1], exact[123])
+        picked = rag.shortlist(embeddings, rag.unit_vector(question), 30)
+        self.assertTrue(30 <= len(picked) < 40, len(picked))  # ties at the 30th place all in
+        self.assertLessEqual({number for number, _ in ranking}, set(picked))
+
     def test_interleave_takes_turns_and_keeps_each_chunk_once(self):
         merged = rag.interleave([[(7, 9.1), (3, 8.0)], [(3, 5.0), (9, 4.0), (1, 1.0)], []])
         self.assertEqual(merged, [(7, 9.1), (3, 5.0), (9, 4.0), (1, 1.0)])
@@ -1484,6 +1543,9 @@ class RetrieveTest(unittest.TestCase):
             ("What should I do if I lose my laptop and do not report it?", []),     # one question
             ("Can I work remotely and do I need approval?", ["Can I work remotely", "do I need approval?"]),
             ("What is the VPN and can contractors use it?", ["What is the VPN", "can contractors use it?"]),
+            ("Why should taxpayers fund stadiums that mostly profit private owners, who already earn millions from "  # a
+             "broadcasting rights? And who benefits when ticket prices rise and local families can no longer afford "  # pasted
+             "to attend the matches their own taxes paid for?", []),                                                 # argument
         ]
         for question, expected in table:
             with self.subTest(question=question):
