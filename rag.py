@@ -2370,8 +2370,10 @@ def print_answer(answer, as_json):
     if as_json:
         return print_answer_json(answer)
     if answer.failure:
-        if answer.text:
-            print("\n[answer cut short]", flush=True)
+        if answer.text:  # what was said cites the passages: they stay in view
+            print("\n[answer cut short]\n\nPassages given:")
+            for number, hit in enumerate(answer.hits, 1):
+                print(f"  [{number}] {chunk_label(hit.chunk)}", flush=True)
         elif isinstance(answer.failure, RagError) and answer.hits:  # the passages often answer on their own
             print("The model could not be asked; these are the passages it would have read:")
             print_hits(answer.question, answer.hits, False)
