@@ -4477,40 +4477,53 @@ def flatten(roots, markup, heading_level=None, notes=None):
             if tag in markup.skip or tag in notes:
                 stack.append((node, None))  # None: leave it unread, but its tail is still text
                 continue
-            if tag in markup.paragraph:
-                runs.append([])
-            elif tag in markup.row:
-                rows.append([])
-            elif tag in markup.cell:
-                sinks.append([])
-            elif tag in markup.chars and runs:
-                char = markup.chars[tag]
-                runs[-1].append(char if isinstance(char, str) else char(node))
-            if runs and node.text and (mixed or tag in markup.text):
-                runs[-1].append(SPACES.sub(" ", node.text) if mixed else node.text)
+            enter_element(node, markup, runs, rows, sinks)
             stack.append((node, False))
             stack.extend((child, True) for child in reversed(node))
             continue
-        if entering is False and tag in markup.paragraph:
-            text = "\n".join(line.strip() for line in "".join(runs.pop()).strip().split("\n"))
-            level = heading_level(node) if heading_level and len(sinks) == 1 else 0
-            if text and level:
-                text = "#" * min(level, 6) + " " + " ".join(text.split())  # Markdown has six levels
-            if text:
-                sinks[-1].append(text)
-            if not runs:
-                sinks[-1].extend(cited)
-                cited = []
-        elif entering is False and tag in markup.row:
-            line = " | ".join(cell for cell in rows.pop() if cell)
-            if line:
-                sinks[-1].append(line)
-        elif entering is False and tag in markup.cell:
-            text = " ".join(" ".join(sinks.pop()).split())
-            (rows[-1] if rows else sinks[-1]).append(text)
+        if entering is False:
+            leave_element(node, markup, heading_level, runs, rows, sinks, cited)
         if mixed and runs and node.tail:
             runs[-1].append(SPACES.sub(" ", node.tail))
     return blocks + cited
+
+
+def enter_element(node, markup, runs, rows, sinks):
+    """Start what the element opens (a paragraph, a table row, a cell), and add its text to the paragraph."""
+    tag, mixed = node.tag, not markup.text
+    if tag in markup.paragraph:
+        runs.append([])
+    elif tag in markup.row:
+        rows.append([])
+    elif tag in markup.cell:
+        sinks.append([])
+    elif tag in markup.chars and runs:
+        char = markup.chars[tag]
+        runs[-1].append(char if isinstance(char, str) else char(node))
+    if runs and node.text and (mixed or tag in markup.text):
+        runs[-1].append(SPACES.sub(" ", node.text) if mixed else node.text)
+
+
+def leave_element(node, markup, heading_level, runs, rows, sinks, cited):
+    """Finish what the element closes: a paragraph (then the notes it cited follow it), a row, a cell."""
+    tag = node.tag
+    if tag in markup.paragraph:
+        text = "\n".join(line.strip() for line in "".join(runs.pop()).strip().split("\n"))
+        level = heading_level(node) if heading_level and len(sinks) == 1 else 0
+        if text and level:
+            text = "#" * min(level, 6) + " " + " ".join(text.split())  # Markdown has six levels
+        if text:
+            sinks[-1].append(text)
+        if not runs:
+            sinks[-1].extend(cited)
+            cited.clear()  # the same list as flatten's: emptied, not replaced
+    elif tag in markup.row:
+        line = " | ".join(cell for cell in rows.pop() if cell)
+        if line:
+            sinks[-1].append(line)
+    elif tag in markup.cell:
+        text = " ".join(" ".join(sinks.pop()).split())
+        (rows[-1] if rows else sinks[-1]).append(text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -5298,10 +5311,7 @@ def access_token(host, given=None):
 
 def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CALLS, log_questions=False, public_url=""):
     """Return the page's HTTP server at address ("HOST:PORT"; port 0: a free one), ready to serve_forever()."""
-    import http.server  # here, not at the top: see the note after the imports
-    import socket
-    import socketserver
-    import threading
+    import socket  # here, not at the top: see the note after the imports
     host, _, port = address.rpartition(":") if ":" in address else ("", "", address) if address.isdigit() \
         else (address, "", "8000")  # "8000" is a port, "0.0.0.0" a host
     host = host.strip("[]") or "127.0.0.1"
@@ -5310,6 +5320,22 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
     token = access_token(host, token)
     if public_url and not re.fullmatch(r"https?://[^/?#\s]+/?", public_url):
         raise RagError(f"--public-url {public_url}: expected the address people open, e.g. https://rag.example.com", 2)
+    Handler, Server = page_handler_class(), page_server_class(host)
+    try:
+        server = Server((host, int(port)), Handler)
+    except (OSError, OverflowError) as e:  # a port in use, an address this machine does not have
+        raise RagError(f"--serve {address}: cannot listen there ({getattr(e, 'strerror', None) or e}); "
+                       "choose another address or port") from None
+    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions, public_url)
+    shown = socket.gethostname() if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
+    server.url = f"http://{shown}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
+    return server
+
+
+def page_handler_class():
+    """Return the class that reads each request of the page's server, checks its size and hands it to handle().
+    (Made when serving, not at import: so http.server is imported only then.)"""
+    import http.server  # here, not at the top: see the note after the imports
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version, server_version, sys_version, timeout = "HTTP/1.1", "rag.py", "", IDLE_SECONDS
@@ -5344,6 +5370,16 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
 
         def log_message(self, *args):  # handle() writes one line a request, without the question
             pass
+    return Handler
+
+
+def page_server_class(host):
+    """Return the class of the page's server at host (IPv4 or IPv6): a thread a connection, at most
+    MAX_CONNECTIONS of them at a time (each server counts its own); one more is answered 503."""
+    import http.server  # here, not at the top: see the note after the imports
+    import socket
+    import socketserver
+    import threading
 
     class Server(http.server.ThreadingHTTPServer):
         daemon_threads, request_queue_size = True, MAX_CONNECTIONS
@@ -5364,16 +5400,7 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
                 super().process_request_thread(request, client_address)
             finally:
                 self.connections.release()
-
-    try:
-        server = Server((host, int(port)), Handler)
-    except (OSError, OverflowError) as e:  # a port in use, an address this machine does not have
-        raise RagError(f"--serve {address}: cannot listen there ({getattr(e, 'strerror', None) or e}); "
-                       "choose another address or port") from None
-    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions, public_url)
-    shown = socket.gethostname() if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
-    server.url = f"http://{shown}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
-    return server
+    return Server
 
 
 def serve_options(parser):
