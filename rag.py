@@ -1441,12 +1441,7 @@ def http_request(url, payload, timeout, api="ollama", key=""):
             e.close()
             time.sleep(BUSY_SECONDS)
         except urllib.error.URLError as e:
-            reason = getattr(e.reason, "strerror", None) or str(e.reason)
-            if "CERTIFICATE_VERIFY_FAILED" in str(e.reason):  # a company's TLS-inspecting proxy, say
-                raise RagError(f"the TLS certificate of {server} is not trusted here ({reason}): point SSL_CERT_FILE "
-                               "at your organisation's CA file (on macOS, run Python's Install Certificates)") from None
-            raise RagError(f"cannot reach {kind['name']} at {server} ({reason}). {kind['start']}",
-                           detail="unreachable") from None
+            raise unreachable(e.reason, server, kind) from None
         except socket.timeout:
             raise RagError(f"{kind['name']} at {server} did not answer within {timeout:g} s. It may still be "
                            "loading the model: try again, or allow more time with --timeout.",
@@ -1454,6 +1449,15 @@ def http_request(url, payload, timeout, api="ollama", key=""):
         except (http.client.HTTPException, ConnectionError) as e:
             raise RagError(f"{kind['name']} at {server} closed the connection without an answer "
                            f"({type(e).__name__}). Is it restarting? Try again.") from None
+
+
+def unreachable(reason, server, kind):
+    """Return the RagError for a server that could not be reached, from the URLError's reason."""
+    text = getattr(reason, "strerror", None) or str(reason)
+    if "CERTIFICATE_VERIFY_FAILED" in str(reason):  # a company's TLS-inspecting proxy, say
+        return RagError(f"the TLS certificate of {server} is not trusted here ({text}): point SSL_CERT_FILE "
+                        "at your organisation's CA file (on macOS, run Python's Install Certificates)")
+    return RagError(f"cannot reach {kind['name']} at {server} ({text}). {kind['start']}", detail="unreachable")
 
 
 def ollama_error(error, payload):
@@ -2746,6 +2750,17 @@ def build_parser():
     parser.add_argument("--docs", action="append", metavar="PATH",
                         help="a file, or a folder searched recursively (repeatable; "
                              "default: handbook.txt next to rag.py)")
+    add_search_options(parser)  # --help lists the options in the order they are added
+    add_server_options(parser)
+    add_inspect_options(parser)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
+    for add_options, _ in COMMANDS.values():
+        add_options(parser)
+    return parser
+
+
+def add_search_options(parser):
+    """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
     parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
     parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
                         help="how many passages to retrieve (default: %(default)s)")
@@ -2761,6 +2776,10 @@ def build_parser():
                         help="where the index and the embeddings are kept between runs (default: %(default)s)")
     parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
                                                                 "for this run only")
+
+
+def add_server_options(parser):
+    """Add the options of the model server: which one, which models, how much to send, how long to wait."""
     parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
                                         "the served one elsewhere)")
     parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
@@ -2772,6 +2791,10 @@ def build_parser():
     parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
                         help="how long to wait for the model to start answering, or for any reply "
                              "(default: %(default)g)")
+
+
+def add_inspect_options(parser):
+    """Add the options that show the stages or measure them, instead of only answering."""
     parser.add_argument("--explain", action="store_true",
                         help="show every stage: sub-queries, tokens, scores by token, context, prompt")
     parser.add_argument("--eval", metavar="FILE",
@@ -2782,10 +2805,6 @@ def build_parser():
                         help="print the text read from each document (pages apart by a form feed), and stop")
     parser.add_argument("--show-prompt", action="store_true",
                         help="print exactly the chat request that would be sent, and do not send it")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    for add_options, _ in COMMANDS.values():
-        add_options(parser)
-    return parser
 
 
 def positive_int(text):
@@ -3366,14 +3385,35 @@ def security(pdf):
     method = get(stream_filter.get("CFM")) if isinstance(stream_filter, dict) else None  # V2 is RC4, AESV2 AES
     locked = RagError("password-protected: save a copy without a password (qpdf --decrypt --password=...)")
     if revision >= 5:  # AES-256: the key is stored encrypted by a hash of a password (Algorithm 2.A)
-        perms = bytes(get(encrypt.get("Perms", b""))).ljust(16, b"\0")[:16]
-        for salt, udata, stored in ((user[40:48], b"", "UE"), (owner[40:48], user[:48], "OE")):
-            wrapped = bytes(get(encrypt.get(stored, b""))).ljust(32, b"\0")[:32]
-            key = aes_cbc(password_hash(b"", salt, udata, revision), bytes(16), wrapped, True)
-            if aes_cbc(key, bytes(16), perms, True)[9:12] == b"adb":  # /Perms holds "adb", encrypted with the key
-                return lambda num, gen, data: aes_unpad(aes_cbc(key, data[:16], data[16:], True))
-        raise locked
+        key = aes256_file_key(get, encrypt, owner, user, revision)
+        if key is None:
+            raise locked
+        return lambda num, gen, data: aes_unpad(aes_cbc(key, data[:16], data[16:], True))
     length = 5 if revision == 2 else 16 if method == "AESV2" else min(max(int(get(encrypt.get("Length", 40))) // 8, 5), 16)
+    key = md5_file_key(get, encrypt, first_id, owner, user, revision, length)
+    if key is None:
+        raise locked
+    if version >= 4 and method not in ("V2", "AESV2"):
+        return None  # /Identity: the streams are not encrypted
+    return object_decrypt(key, length, b"sAlT" if method == "AESV2" else b"")
+
+
+def aes256_file_key(get, encrypt, owner, user, revision):
+    """Return the file key of revision 5 or 6 that the empty user password opens, or else the empty
+    owner password; None if neither does. Each password's hash decrypts a copy of the key (/UE, /OE)."""
+    perms = bytes(get(encrypt.get("Perms", b""))).ljust(16, b"\0")[:16]
+    for salt, udata, stored in ((user[40:48], b"", "UE"), (owner[40:48], user[:48], "OE")):
+        wrapped = bytes(get(encrypt.get(stored, b""))).ljust(32, b"\0")[:32]
+        key = aes_cbc(password_hash(b"", salt, udata, revision), bytes(16), wrapped, True)
+        if aes_cbc(key, bytes(16), perms, True)[9:12] == b"adb":  # /Perms holds "adb", encrypted with the key
+            return key
+    return None
+
+
+def md5_file_key(get, encrypt, first_id, owner, user, revision, length):
+    """Return the file key (length bytes) of revision 2, 3 or 4 that the empty user password opens, or
+    else the empty owner password; None if neither does. The key is an MD5 hash of the password and
+    the file's entries."""
     metadata = b"\xff" * 4 if revision >= 4 and get(encrypt.get("EncryptMetadata")) is False else b""
     permissions = struct.pack("<I", int(get(encrypt.get("P", 0))) & 0xFFFFFFFF)
 
@@ -3395,12 +3435,12 @@ def security(pdf):
         owner_key = hashlib.md5(owner_key).digest()
     check = PASSWORD_PADDING if revision == 2 else hashlib.md5(PASSWORD_PADDING + first_id).digest()
     keys = (file_key(b""), file_key(rc4_rounds(owner_key[:length], owner[:32], range(19, -1, -1))))
-    key = next((k for k in keys if rc4_rounds(k, check, range(20))[:16] == user[:16]), None)
-    if key is None:
-        raise locked
-    if version >= 4 and method not in ("V2", "AESV2"):
-        return None  # /Identity: the streams are not encrypted
-    salt = b"sAlT" if method == "AESV2" else b""
+    return next((k for k in keys if rc4_rounds(k, check, range(20))[:16] == user[:16]), None)
+
+
+def object_decrypt(key, length, salt):
+    """Return decrypt(num, gen, data) for revisions 2 to 4, from the file key: RC4, or AES-128 when
+    the salt is b"sAlT"."""
 
     def decrypt(num, gen, data):  # Algorithm 1: each object has a key of its own
         own = hashlib.md5(key + (num % 2**24).to_bytes(3, "little") + (gen % 2**16).to_bytes(2, "little") + salt)
@@ -3788,18 +3828,7 @@ def load_font(pdf, font):
         ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
         if isinstance(encoding, Stream):
             ranges, cids = parse_cmap(pdf, pdf.decode(encoding))
-        widths, w, i, given = {}, get(descendant.get("W")) or [], 0, 0
-        while i + 1 < len(w):  # "c [w1 w2 ...]": widths from CID c on; "c1 c2 w": one width for c1 to c2
-            first, then = int(get(w[i])), get(w[i + 1])
-            if isinstance(then, list):
-                widths.update((first + j, float(get(x)) / 1000) for j, x in enumerate(then))
-            else:  # CIDs are 0 to 65535 (ISO 32000-2 annex C)
-                codes = range(max(first, 0), min(int(then), MAX_CID) + 1)
-                widths.update(dict.fromkeys(codes, float(get(w[i + 2])) / 1000))
-            given += len(then) if isinstance(then, list) else len(codes)
-            if given > PDF_MAX_CODES:
-                raise RagError(f"a font gives more than {PDF_MAX_CODES} widths (a hostile file?)")
-            i += 2 if isinstance(then, list) else 3
+        widths = cid_widths(pdf, get(descendant.get("W")) or [])
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
         default = float(get(descendant.get("DW", 1000))) / 1000
@@ -3817,6 +3846,24 @@ def load_font(pdf, font):
     sizes = {r[0] for r in ranges}
     return Font(str(get(font.get("BaseFont"))), sizes.pop() if len(sizes) == 1 else 0,
                 tuple(sorted(ranges)), text, widths, default)
+
+
+def cid_widths(pdf, w):
+    """Return CID -> width in em of a composite font, from its /W array (glyph units are 1/1000 em)."""
+    get = pdf.get
+    widths, i, given = {}, 0, 0
+    while i + 1 < len(w):  # "c [w1 w2 ...]": widths from CID c on; "c1 c2 w": one width for c1 to c2
+        first, then = int(get(w[i])), get(w[i + 1])
+        if isinstance(then, list):
+            widths.update((first + j, float(get(x)) / 1000) for j, x in enumerate(then))
+        else:  # CIDs are 0 to 65535 (ISO 32000-2 annex C)
+            codes = range(max(first, 0), min(int(then), MAX_CID) + 1)
+            widths.update(dict.fromkeys(codes, float(get(w[i + 2])) / 1000))
+        given += len(then) if isinstance(then, list) else len(codes)
+        if given > PDF_MAX_CODES:
+            raise RagError(f"a font gives more than {PDF_MAX_CODES} widths (a hostile file?)")
+        i += 2 if isinstance(then, list) else 3
+    return widths
 
 
 def simple_encoding(pdf, font, kind, descriptor, mapped):
@@ -4189,6 +4236,15 @@ def pdf_pages(data, path):
         raise RagError(f"its fonts ({', '.join(unmapped)}) have no Unicode map: OCR it to get its text")
     if not any(texts):
         raise RagError("no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf")
+    problems = missing_text(scans, broken, unmapped)
+    if problems:
+        warn(f"{path}: " + "; ".join(problems))
+    return texts
+
+
+def missing_text(scans, broken, unmapped):
+    """Return what is missing from a PDF's text, one phrase each: pages of scans, pages damaged, fonts
+    without a Unicode map; [] when nothing is."""
     problems = []
     if scans:
         one = len(scans) == 1
@@ -4197,9 +4253,7 @@ def pdf_pages(data, path):
         problems.append(f"p. {page_ranges(broken)} could not be read to the end (damaged content)")
     if unmapped:
         problems.append(f"the text in font {', '.join(unmapped)} has no Unicode map: it is left out")
-    if problems:
-        warn(f"{path}: " + "; ".join(problems))
-    return texts
+    return problems
 
 
 def draw_annotations(pdf, page, drawn):
@@ -4320,18 +4374,9 @@ def zip_reader(data, path):
     left = [ZIP_MAX_TOTAL_BYTES]  # what the parts read so far leave of the total
 
     def part(name, required=True, raw=False):
-        try:
-            member = archive.getinfo(name)
-        except KeyError:
-            if required:
-                raise RagError(f"no {name} inside (not this kind of file, or a damaged one)") from None
+        member = zip_member(archive, name, required)
+        if member is None:
             return None
-        if member.flag_bits & 1:
-            raise RagError("encrypted (password-protected); save a copy without the password")
-        packed_limit = max(ZIP_MAX_RATIO * member.compress_size, 2**20)  # a part under 1 MiB may pack any amount
-        if member.file_size > min(ZIP_MAX_PART_BYTES, packed_limit):
-            raise RagError(f"{name} would unpack to {member.file_size:,} bytes from "
-                           f"{member.compress_size:,} (a zip bomb?)")
         limit = min(ZIP_MAX_PART_BYTES, left[0])
         try:
             with archive.open(member) as stream:
@@ -4345,6 +4390,24 @@ def zip_reader(data, path):
         return content if raw else parse_xml(content, name)
 
     return part
+
+
+def zip_member(archive, name, required):
+    """Return the entry of a part in the zip's directory (None for a missing part that is not
+    required), after checking that it is not encrypted and that its listed sizes are no zip bomb."""
+    try:
+        member = archive.getinfo(name)
+    except KeyError:
+        if required:
+            raise RagError(f"no {name} inside (not this kind of file, or a damaged one)") from None
+        return None
+    if member.flag_bits & 1:
+        raise RagError("encrypted (password-protected); save a copy without the password")
+    packed_limit = max(ZIP_MAX_RATIO * member.compress_size, 2**20)  # a part under 1 MiB may pack any amount
+    if member.file_size > min(ZIP_MAX_PART_BYTES, packed_limit):
+        raise RagError(f"{name} would unpack to {member.file_size:,} bytes from "
+                       f"{member.compress_size:,} (a zip bomb?)")
+    return member
 
 
 def parse_xml(data, where):
