@@ -3974,118 +3974,259 @@ def multiply(m, n):
     return a * p + b * r, a * q + b * s, c * p + d * r, c * q + d * s, e * p + f * r + t, e * q + f * s + u
 
 
+class TextState:
+    """The graphics and text state that a content stream's operators change (ISO 32000-1 8.4, 9.3): the
+    current transformation matrix (ctm), the font and its size, the character and word spacing, the
+    horizontal scale, the leading, and the text matrix (tm) with the line matrix, where the line started."""
+    __slots__ = ("ctm", "font", "size", "char_space", "word_space", "scale", "leading", "tm", "line_matrix")
+
+    def __init__(self, ctm, font, size, char_space, word_space, scale, leading):
+        self.ctm, self.font, self.size, self.char_space, self.word_space = ctm, font, size, char_space, word_space
+        self.scale, self.leading, self.tm, self.line_matrix = scale, leading, IDENTITY, IDENTITY
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """A content stream being run: its file, its resources (fonts and forms by name), the page it draws
+    on, the forms it is inside (outermost first), and the states q saved for Q."""
+    pdf: object
+    resources: dict
+    fonts: dict
+    xobjects: dict
+    page: dict
+    forms: tuple
+    saved: list
+
+
 def run_content(pdf, data, resources, state, page, forms=()):
     """Run a content stream: add the spans of text it draws, (start and end along the baseline, the
     baseline's place down the page, font size, text), to page["spans"]; count images in page["images"].
-    It runs the forms it draws (Do) too, PDF_MAX_FORMS deep at most, never one inside itself."""
+    It runs the forms it draws (Do) too, PDF_MAX_FORMS deep at most, never one inside itself. The state
+    it starts in is (ctm, font, size, char_space, word_space, scale, leading), as q saves it."""
     get = pdf.get
     resources = get(resources) if isinstance(get(resources), dict) else {}
     fonts, xobjects = get(resources.get("Font")) or {}, get(resources.get("XObject")) or {}
-    ctm, font, size, char_space, word_space, scale, leading = state
-    saved, operands, spans, tm, line_matrix, pos, count = [], [], page["spans"], IDENTITY, IDENTITY, 0, 0
+    drawing, state = Drawing(pdf, resources, fonts, xobjects, page, forms, []), TextState(*state)
+    operands, pos, count = [], 0, 0
     while True:
         m = PDF_TOKEN.match(data, pos)
         if not m:
             return
         pos, kind = m.end(), m.lastindex
-        if kind != 7:  # an operand
-            if kind == 3:
-                operands.append(pdf_number(m[3]))
-            elif kind == 4:
-                operands.append(pdf_name(m[4]))
-            elif kind == 5:
-                operands.append(hex_string(m[5]))
-            elif m[6] == b"(":
-                string, pos = literal(data, pos)
-                operands.append(string)
-            elif m[6] in (b"[", b"<<"):
-                array = TEXT_ARRAY.match(data, m.start(6))  # a quicker way to read TJ's array
-                if array:
-                    pos = array.end()
-                    operands.append([hex_string(i[1]) if i.lastindex == 1 else unescape(i[2]) if i.lastindex == 2
-                                     else pdf_number(i[3]) for i in TEXT_ARRAY_ITEM.finditer(array[1])])
-                else:
-                    value, pos = pdf_parse(data, m.start(6))
-                    operands.append(value)
+        if kind == 3:  # a number: most operands are one, so they are read here, without a call each
+            operands.append(pdf_number(m[3]))
+            continue
+        if kind != 7:  # another operand
+            pos = read_operand(data, m, operands)
             continue
         op, count = m[7], count + 1
         if count % 4096 == 0:
             pdf.check_time()
-        try:
-            if op in (b"Tj", b"TJ", b"'", b'"'):
-                if op == b'"':
-                    word_space, char_space = operands[0], operands[1]
-                if op in (b"'", b'"'):  # to the next line first
-                    tm = line_matrix = multiply((1, 0, 0, 1, 0, -leading), line_matrix)
-                pieces, advance, apart = [], 0.0, True  # pieces: [start, end, texts] along the baseline
-                for item in operands[-1] if op == b"TJ" else operands[-1:]:
-                    if isinstance(item, bytes):
-                        text, width, codes, spaces = show_codes(font, item)
-                        end = advance + (width * size + char_space * codes + word_space * spaces) * scale
-                        if apart:
-                            pieces.append([advance, end, [text]])
-                        else:
-                            pieces[-1][1] = end
-                            pieces[-1][2].append(text)
-                        advance, apart = end, False
-                    elif isinstance(item, (int, float)):  # in thousandths of the font size, backwards
-                        shift = -item / 1000 * size * scale
-                        advance += shift
-                        apart = apart or shift > PDF_WORD_GAP * size  # a space: what follows is a new piece
-                a, b, c, d, e, f = multiply(tm, ctm)
-                across = (a * a + b * b) ** 0.5  # the text direction on the page: (a, b) / across
-                if across:
-                    height = abs(a * d - b * c) / across  # the font's height on the page, per unit of size
-                    u, v = (e * a + f * b) / across, (e * b - f * a) / across * (1 if a * d >= b * c else -1)
-                    spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts))
-                              for s, t, texts in pieces]
-                    if len(spans) > PDF_MAX_SPANS:
-                        raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
-                tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
-            elif op in (b"Td", b"TD", b"T*"):
-                if op == b"TD":
-                    leading = -operands[1]
-                move = (operands[0], operands[1]) if op != b"T*" else (0, -leading)
-                tm = line_matrix = multiply((1, 0, 0, 1, *move), line_matrix)
-            elif op == b"Tm":
-                tm = line_matrix = tuple(float(operands[i]) for i in range(6))
-            elif op == b"Tf":
-                font, size = font_of(pdf, fonts, operands[0]), operands[1]
-            elif op == b"BT":
-                tm = line_matrix = IDENTITY
-            elif op == b"Tc":
-                char_space = operands[0]
-            elif op == b"Tw":
-                word_space = operands[0]
-            elif op == b"Tz":
-                scale = operands[0] / 100
-            elif op == b"TL":
-                leading = operands[0]
-            elif op == b"cm":
-                ctm = multiply(tuple(float(operands[i]) for i in range(6)), ctm)
-            elif op == b"q" and len(saved) < 256:
-                saved.append((ctm, font, size, char_space, word_space, scale, leading))
-            elif op == b"Q" and saved:
-                ctm, font, size, char_space, word_space, scale, leading = saved.pop()
-            elif op == b"Do":
-                ref = xobjects.get(operands[0])
-                xobject = get(ref)
-                subtype = get(xobject.info.get("Subtype")) if isinstance(xobject, Stream) else None
-                page["images"] += subtype == "Image"
-                if subtype == "Form" and len(forms) < PDF_MAX_FORMS and ref not in forms:
-                    pdf.check_time()
-                    matrix = get(xobject.info.get("Matrix")) or IDENTITY
-                    matrix = tuple(float(get(matrix[i])) for i in range(6))
-                    inner = (multiply(matrix, ctm), font, size, char_space, word_space, scale, leading)
-                    inner_resources = xobject.info.get("Resources") or resources
-                    run_content(pdf, pdf.decode(xobject), inner_resources, inner, page, forms + (ref,))
-            elif op == b"BI":  # an inline image: skip its bytes, which may look like anything
-                end = INLINE_IMAGE_END.search(data, data.find(b"ID", pos) + 3)
-                pos = end.end() if end else len(data)
-                page["images"] += 1
-        except (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError):
-            pass  # an operator with wrong operands is skipped, as viewers do
+        if op == b"BI":  # an inline image: skip its bytes, which may look like anything
+            end = INLINE_IMAGE_END.search(data, data.find(b"ID", pos) + 3)
+            pos = end.end() if end else len(data)
+            page["images"] += 1
+        handler = OPERATORS.get(op)
+        if handler:
+            try:
+                handler(state, operands, drawing)
+            except (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError):
+                pass  # an operator with wrong operands is skipped, as viewers do
         operands.clear()
+
+
+def read_operand(data, m, operands):
+    """Add the operand, other than a number, whose token m matched to operands; return the position
+    after it. A reference or a stray delimiter adds nothing; a string or an array is read to its end."""
+    kind, pos = m.lastindex, m.end()
+    if kind == 4:
+        operands.append(pdf_name(m[4]))
+    elif kind == 5:
+        operands.append(hex_string(m[5]))
+    elif m[6] == b"(":
+        string, pos = literal(data, pos)
+        operands.append(string)
+    elif m[6] in (b"[", b"<<"):
+        array = TEXT_ARRAY.match(data, m.start(6))  # a quicker way to read TJ's array
+        if array:
+            pos = array.end()
+            operands.append([hex_string(i[1]) if i.lastindex == 1 else unescape(i[2]) if i.lastindex == 2
+                             else pdf_number(i[3]) for i in TEXT_ARRAY_ITEM.finditer(array[1])])
+        else:
+            value, pos = pdf_parse(data, m.start(6))
+            operands.append(value)
+    return pos
+
+
+# The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
+# colours, ...) draws nothing we read, and its operands are dropped.
+
+def show_string(state, operands, drawing):
+    """Tj: draw a string."""
+    show(state, operands[-1:], drawing)
+
+
+def show_array(state, operands, drawing):
+    """TJ: draw an array of strings and the numbers that move each next one back."""
+    show(state, operands[-1], drawing)
+
+
+def show_on_next_line(state, operands, drawing):
+    """': move to the next line first, then draw a string."""
+    next_line(state, operands, drawing)
+    show(state, operands[-1:], drawing)
+
+
+def show_spaced(state, operands, drawing):
+    """": set the word and character spacing, then draw a string on the next line as ' does."""
+    state.word_space, state.char_space = operands[0], operands[1]
+    show_on_next_line(state, operands, drawing)
+
+
+def show(state, items, drawing):
+    """Draw the strings among items: add their spans to the page, move the text matrix past them."""
+    pieces, advance = text_pieces(state, items)
+    place_pieces(state, pieces, drawing.page["spans"])
+    tm = state.tm
+    state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+
+
+def text_pieces(state, items):
+    """Return (pieces as [start, end, texts] along the baseline, the advance past them) of strings shown
+    with numbers between them; a gap wider than a space starts a new piece."""
+    font, size, scale, char_space, word_space = state.font, state.size, state.scale, state.char_space, state.word_space
+    pieces, advance, apart = [], 0.0, True
+    for item in items:
+        if isinstance(item, bytes):
+            text, width, codes, spaces = show_codes(font, item)
+            end = advance + (width * size + char_space * codes + word_space * spaces) * scale
+            if apart:
+                pieces.append([advance, end, [text]])
+            else:
+                pieces[-1][1] = end
+                pieces[-1][2].append(text)
+            advance, apart = end, False
+        elif isinstance(item, (int, float)):  # in thousandths of the font size, backwards
+            shift = -item / 1000 * size * scale
+            advance += shift
+            apart = apart or shift > PDF_WORD_GAP * size  # a space: what follows is a new piece
+    return pieces, advance
+
+
+def place_pieces(state, pieces, spans):
+    """Add pieces to spans, placed on the page: the text matrix times the ctm says where and how large."""
+    a, b, c, d, e, f = multiply(state.tm, state.ctm)
+    across = (a * a + b * b) ** 0.5  # the text direction on the page: (a, b) / across
+    if across:
+        size = state.size
+        height = abs(a * d - b * c) / across  # the font's height on the page, per unit of size
+        u, v = (e * a + f * b) / across, (e * b - f * a) / across * (1 if a * d >= b * c else -1)
+        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) for s, t, texts in pieces]
+        if len(spans) > PDF_MAX_SPANS:
+            raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
+
+
+def move_line(state, operands, drawing):
+    """Td: start the next line at (tx, ty) from the start of this one."""
+    state.tm = state.line_matrix = multiply((1, 0, 0, 1, operands[0], operands[1]), state.line_matrix)
+
+
+def move_line_and_lead(state, operands, drawing):
+    """TD: as Td, and set the leading to -ty."""
+    state.leading = -operands[1]
+    move_line(state, operands, drawing)
+
+
+def next_line(state, operands, drawing):
+    """T*: start the next line, the leading below this one."""
+    move_line(state, (0, -state.leading), drawing)
+
+
+def set_text_matrix(state, operands, drawing):
+    """Tm: set the text matrix and the line matrix."""
+    state.tm = state.line_matrix = tuple(float(operands[i]) for i in range(6))
+
+
+def begin_text(state, operands, drawing):
+    """BT: start a text object; its matrices start as the identity."""
+    state.tm = state.line_matrix = IDENTITY
+
+
+def set_font(state, operands, drawing):
+    """Tf: set the font and its size."""
+    state.font, state.size = font_of(drawing.pdf, drawing.fonts, operands[0]), operands[1]
+
+
+def set_char_space(state, operands, drawing):
+    """Tc: set the space added after each glyph."""
+    state.char_space = operands[0]
+
+
+def set_word_space(state, operands, drawing):
+    """Tw: set the space added after each single-byte code 32."""
+    state.word_space = operands[0]
+
+
+def set_scale(state, operands, drawing):
+    """Tz: set the horizontal scale, given in percent."""
+    state.scale = operands[0] / 100
+
+
+def set_leading(state, operands, drawing):
+    """TL: set the leading, the distance between baselines that T*, ' and " move."""
+    state.leading = operands[0]
+
+
+def transform(state, operands, drawing):
+    """cm: multiply the ctm by a matrix."""
+    state.ctm = multiply(tuple(float(operands[i]) for i in range(6)), state.ctm)
+
+
+def graphics_state(state):
+    """Return what q saves of a state, and what a form starts from: all but the text and line matrices."""
+    return state.ctm, state.font, state.size, state.char_space, state.word_space, state.scale, state.leading
+
+
+def save_state(state, operands, drawing):
+    """q: save the graphics state, 256 deep at most."""
+    if len(drawing.saved) < 256:
+        drawing.saved.append(graphics_state(state))
+
+
+def restore_state(state, operands, drawing):
+    """Q: bring back the graphics state q saved last; the text and line matrices stay."""
+    if drawing.saved:
+        (state.ctm, state.font, state.size, state.char_space, state.word_space, state.scale,
+         state.leading) = drawing.saved.pop()
+
+
+def draw_xobject(state, operands, drawing):
+    """Do: draw an XObject by name: count it if it is an image, run it if it is a form."""
+    ref = drawing.xobjects.get(operands[0])
+    xobject = drawing.pdf.get(ref)
+    subtype = drawing.pdf.get(xobject.info.get("Subtype")) if isinstance(xobject, Stream) else None
+    drawing.page["images"] += subtype == "Image"
+    if subtype == "Form" and len(drawing.forms) < PDF_MAX_FORMS and ref not in drawing.forms:
+        run_form(state, xobject, ref, drawing)
+
+
+def run_form(state, xobject, ref, drawing):
+    """Run a form XObject from the current state, with its own matrix and resources (else those of the
+    stream that draws it)."""
+    pdf = drawing.pdf
+    pdf.check_time()
+    matrix = pdf.get(xobject.info.get("Matrix")) or IDENTITY
+    matrix = tuple(float(pdf.get(matrix[i])) for i in range(6))
+    inner = (multiply(matrix, state.ctm),) + graphics_state(state)[1:]
+    inner_resources = xobject.info.get("Resources") or drawing.resources
+    run_content(pdf, pdf.decode(xobject), inner_resources, inner, drawing.page, drawing.forms + (ref,))
+
+
+OPERATORS = {b"Tj": show_string, b"TJ": show_array, b"'": show_on_next_line, b'"': show_spaced,
+             b"Td": move_line, b"TD": move_line_and_lead, b"T*": next_line, b"Tm": set_text_matrix,
+             b"BT": begin_text, b"Tf": set_font, b"Tc": set_char_space, b"Tw": set_word_space,
+             b"Tz": set_scale, b"TL": set_leading, b"cm": transform, b"q": save_state, b"Q": restore_state,
+             b"Do": draw_xobject}
 
 
 def font_of(pdf, fonts, font_name):
