@@ -992,9 +992,7 @@ class Index:
         self.path, self.weights, self.cached = path, {}, {}
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it at once (they only read)
-        self.db.execute("PRAGMA journal_mode = WAL").fetchall()  # readers go on while another process writes
-        self.db.execute("PRAGMA synchronous = NORMAL")  # a commit outlives a killed process; a power cut may not
-        self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")  # one process at a time makes it
+        make_tables(self.db)
         self.read_lengths()
 
     def read_lengths(self):
@@ -1088,6 +1086,24 @@ class Index:
     def sources(self):
         """Return the sources of the indexed documents, sorted."""
         return [source for source, in self.db.execute("SELECT DISTINCT source FROM chunks ORDER BY source")]
+
+
+def make_tables(db):
+    """Set a database up as the index: write-ahead log, and the tables if they are not there. Another
+    process making the same new database at this moment makes SQLite say "database is locked" or "schema
+    has changed" at once, without waiting: then try again, a few times, a little later each time."""
+    for attempt in range(1, 6):
+        try:
+            db.execute("PRAGMA journal_mode = WAL").fetchall()  # readers go on while another process writes
+            db.execute("PRAGMA synchronous = NORMAL")  # a commit outlives a killed process; a power cut may not
+            db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")  # one process at a time makes them
+            return
+        except sqlite3.OperationalError as e:
+            if attempt == 5 or not re.search("locked|schema has changed", str(e)):
+                raise
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            time.sleep(0.05 * attempt)
 
 
 def first_row(db, query, values=()):

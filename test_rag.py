@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -963,6 +964,35 @@ class IndexStoreTest(TempFolder):
         if os.name == "posix":
             self.assertEqual(os.stat(os.path.dirname(self.path)).st_mode & 0o777, 0o700)
             self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
+
+    def test_a_database_another_process_is_making_is_tried_again_other_errors_are_not(self):
+        """SQLite says "database is locked" (journal mode) or "schema has changed" at once, not after
+        its busy timeout, when two processes make the same new database: measured 2 runs in 10 here."""
+        class Racing:  # a connection whose first statements meet the other process
+            def __init__(self, errors):
+                self.errors, self.statements, self.in_transaction = list(errors), [], False
+
+            def execute(self, statement):
+                if self.errors:
+                    raise sqlite3.OperationalError(self.errors.pop(0))
+                self.statements.append(statement)
+                return self
+
+            def fetchall(self):
+                return []
+
+            def executescript(self, script):
+                self.statements.append(script.split(";")[0])
+
+        db = Racing(["database is locked", "database schema has changed"])
+        with mock.patch.object(rag.time, "sleep") as slept:
+            rag.make_tables(db)
+            self.assertEqual(db.statements, ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "BEGIN IMMEDIATE"])
+            self.assertEqual(slept.call_count, 2)
+            with self.assertRaisesRegex(sqlite3.OperationalError, "disk I/O error"):
+                rag.make_tables(Racing(["disk I/O error"]))
+            with self.assertRaisesRegex(sqlite3.OperationalError, "locked"):
+                rag.make_tables(Racing(["database is locked"] * 5))  # five times: the other process is stuck
 
     def test_two_processes_at_once_index_each_file_once(self):
         for n in range(300):
