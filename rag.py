@@ -74,7 +74,7 @@ BM25_K1 = 1.2          # term-frequency saturation (Robertson & Zaragoza 2009, t
 BM25_B = 0.75          # document-length normalization (same source)
 BM25_K3 = 8.0          # query-term saturation: a word a long question repeats n times weighs n * (k3 + 1) /
                        # (n + k3) (Robertson et al., Okapi at TREC-3, 1994; 8 is Terrier's default). Measured:
-                       # ArguAna nDCG@10 0.4224 -> 0.4962 (bm25s 0.4931), SciFact and JaQuAD unchanged
+                       # ArguAna nDCG@10 0.4224 -> 0.4966 (bm25s 0.4931), SciFact and JaQuAD unchanged
 LONG_QUESTION = 20     # tokens from which a question counts repeated words; a shorter one counts each once
                        # ("unnecessary for short queries": Manning, Raghavan & Schuetze 2008, section 11.4.3)
 TOP_K = 5              # hits shown or handed to the model
@@ -1830,8 +1830,9 @@ def use_embeddings(index, config, cache=None):
     try:
         vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config,
                                 AUTO_EMBED_SECONDS if auto else math.inf)
-        signs = {number: signature(vector) for number, vector in zip(index.numbers, vectors)}
-        return Embeddings(dict(zip(index.numbers, vectors)), signs, cache, config), "hybrid" if auto else config.mode
+        by_number = dict(zip(index.numbers, vectors))
+        signs = {number: signature(vector) for number, vector in by_number.items()}
+        return Embeddings(by_number, signs, cache, config), "hybrid" if auto else config.mode
     except RagError as e:
         if config.mode == "embedding":
             raise
@@ -1975,7 +1976,7 @@ def shortlist(embeddings, vector, count):
     Vectors that point the same way mostly share their signs, so the number of signs two vectors
     disagree on (the bits set in the XOR of their signatures) is a rough angle between them. It is
     counted in C, some 50 times faster than a cosine in Python: at 100,000 chunks, the cosines of
-    the 2,000 chunks it picks find 99% of the ten best (README, "Limits")."""
+    the 1,500 chunks it picks find 99% of the ten best (README, "Limits")."""
     signs = embeddings.signs
     if len(signs) <= count:
         return list(signs)
@@ -2010,12 +2011,15 @@ def hybrid_ranking(index, query, depth, embeddings):
     would let its noise halve the quality (measured on JaQuAD).
 
     The candidates are the best chunks by words (FUSION_DEPTH, or depth when more are asked for), and
-    the shortlist by meaning when words find fewer (every chunk, up to SHORTLIST). Comparing the question with every chunk instead made a question
-    14 times slower on SciFact's 7,159 chunks for nearly the same top ten (nDCG@10 0.734 against 0.733)."""
+    when words find fewer, the shortlist by meaning too (every chunk, up to SHORTLIST of them).
+    Comparing the question with every chunk instead made a question 14 times slower on SciFact's
+    7,159 chunks for nearly the same top ten (nDCG@10 0.734 against 0.733)."""
     wanted = max(depth, FUSION_DEPTH)
     by_words = dict(index.search(query.weights, wanted))
     vector = question_vector(query.text, embeddings)
-    candidates = list(by_words) if len(by_words) == wanted else set(by_words).union(shortlist(embeddings, vector, SHORTLIST))
+    candidates = set(by_words)
+    if len(by_words) < wanted:
+        candidates.update(shortlist(embeddings, vector, SHORTLIST))
     cosine = cosines(embeddings, vector, candidates)
     ideal = ideal_score(index, query.weights) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
@@ -2495,10 +2499,11 @@ def explain_hits(index, query, hits, mode, embeddings):
     stage(f"Top {len(hits)} chunks by {mode} search")
     for hit, (parts, ways) in zip(hits, hit_scores(index, query, hits, mode, embeddings)):
         print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
-        shown = [f"{token} {weight:.2f}" for token, weight in (parts if len(parts) <= EXPLAIN_PARTS else
-                 sorted(parts, key=lambda part: -part[1])[:EXPLAIN_PARTS])]  # a pasted paragraph: its largest
+        if len(parts) > EXPLAIN_PARTS:  # a pasted paragraph: its largest parts, then the rest summed
+            parts = sorted(parts, key=lambda part: -part[1])
+        shown = [f"{token} {weight:.2f}" for token, weight in parts[:EXPLAIN_PARTS]]
         if len(parts) > EXPLAIN_PARTS:
-            shown.append(f"{len(parts) - EXPLAIN_PARTS} more {sum(sorted(w for _, w in parts)[:-EXPLAIN_PARTS]):.2f}")
+            shown.append(f"{len(parts) - EXPLAIN_PARTS} more {sum(weight for _, weight in parts[EXPLAIN_PARTS:]):.2f}")
         line = f"{' + '.join(shown)} = {sum(weight for _, weight in parts):.2f}" if parts else "no shared token"
         if mode == "hybrid":
             line = (f"lexical #{ways['lexical_rank'] or '-'} ({line}); embedding #{ways['embedding_rank'] or '-'} "
@@ -2513,11 +2518,13 @@ def hit_scores(index, query, hits, mode, embeddings):
     weight in the chunk), and beyond words where each way alone ranks it and its cosine ({} by words)."""
     ranks = {way: {n: r for r, (n, _) in enumerate(RANKINGS[way](index, query, FUSION_DEPTH, embeddings), 1)}
              for way in ("lexical", "embedding") if mode != "lexical"}
+    vector = question_vector(query.text, embeddings) if ranks else None
+    cosine = cosines(embeddings, vector, [hit.number for hit in hits]) if ranks else {}
     scored = []
     for hit in hits:
         parts = [(token, weight * index.weight(token, hit.number)) for token, weight in query.weights.items()]
-        ways = ranks and {"lexical_rank": ranks["lexical"].get(hit.number), "cosine": cosines(
-            embeddings, question_vector(query.text, embeddings), [hit.number])[hit.number], "embedding_rank": ranks["embedding"].get(hit.number)}
+        ways = ranks and {"lexical_rank": ranks["lexical"].get(hit.number), "cosine": cosine[hit.number],
+                          "embedding_rank": ranks["embedding"].get(hit.number)}
         scored.append(([part for part in parts if part[1]], ways))
     return scored
 

@@ -2314,6 +2314,21 @@ class NaturalQuestionsTest(TempFolder):
 
 class ExplainTest(unittest.TestCase):
 
+    def test_a_pasted_paragraph_is_explained_by_its_largest_parts_and_the_rest_summed(self):
+        paragraph = ("Expense reports must be filed within 30 days of the expense date, and late expense reports "
+                     "after 60 days need the approval of your manager and the finance team, who check each "
+                     "receipt, the cost center, the currency and the travel dates")
+        code, out, err = run_main(["--explain", "--search", "-k", "1", paragraph])
+        self.assertEqual((code, err), (0, ""))
+        text = " ".join(out.split("[1] ", 1)[1].split("\n")[1:3])  # the hit's parts, over two lines
+        parts = [float(weight) for weight in re.findall(r"\w+ (\d+\.\d\d) \+", text)]
+        rest, more, total = re.search(r"(\d+) more (\d+\.\d\d) = (\d+\.\d\d)", text).groups()
+        self.assertEqual(len(parts), rag.EXPLAIN_PARTS)
+        self.assertEqual(parts, sorted(parts, reverse=True))  # the largest first
+        self.assertGreater(int(rest), 0)
+        self.assertLessEqual(float(more), parts[-1] * int(rest))  # each of the rest is no larger
+        self.assertAlmostEqual(sum(parts) + float(more), float(total), delta=0.06)  # rounded to 0.01 each
+
     def test_explain_shows_each_stage(self):
         fake = FakeOllama()
         self.addCleanup(fake.close)
