@@ -987,7 +987,8 @@ class IndexStoreTest(TempFolder):
         db = Racing(["database is locked", "database schema has changed"])
         with mock.patch.object(rag.time, "sleep") as slept:
             rag.make_tables(db)
-            self.assertEqual(db.statements, ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "BEGIN IMMEDIATE"])
+            self.assertEqual(db.statements, ["PRAGMA page_size = 16384", "PRAGMA journal_mode = WAL",
+                                             "PRAGMA synchronous = NORMAL", "BEGIN IMMEDIATE"])
             self.assertEqual(slept.call_count, 2)
             with self.assertRaisesRegex(sqlite3.OperationalError, "disk I/O error"):
                 rag.make_tables(Racing(["disk I/O error"]))
