@@ -38,7 +38,7 @@ import unicodedata
 import zlib
 from array import array
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -61,12 +61,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
-INDEX_FORMAT = "rag.py index 1"  # an index database of another format, or made by another rag.py, is made anew
-INDEX_PART_CHUNKS = 20000  # chunks indexed between two commits: a run that is stopped keeps all but these
-                           # (a part writes a row per token it holds: 5,000 made 28 parts at 149 MB, 2.5x the SQL)
+INDEX_FORMAT = "rag.py index 2"  # an index database of another format, or made by another rag.py, is made anew
+INDEX_PART_BYTES = 16 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
+                               # parts committed. Each part writes a row per token it holds: parts of 5,000
+                               # chunks (28 at 149 MB) cost 3.7 times the SQL of parts of 20,000 (measured)
+INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
 MAX_PARTS = 64             # a run that changes files adds a part to the index: more than this are merged
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
-PROGRESS_FILES = 2000      # indexing more files than this shows its progress on a terminal
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
 CHUNK_OVERLAP = 200    # at most this many characters of a section's previous chunk start the next one
@@ -1194,7 +1195,7 @@ def open_index(path, again=True):
 def update_index(index, files):
     """Bring the index up to date with the files: read, split and index the new and changed ones (those
     whose identity is not the one the index saw), and drop the chunks of changed and removed ones. Each
-    batch of INDEX_PART_CHUNKS chunks is committed as it is done, so a run that is stopped keeps them."""
+    part (a batch of files) is committed as it is done, so a run that is stopped keeps them."""
     known = dict(index.db.execute("SELECT path, identity FROM files"))
     wanted = {file.path for file in files}
     todo = [file for file in files if known.get(file.path) != file.identity]
@@ -1216,19 +1217,18 @@ def update_index(index, files):
 
 
 def index_files(index, todo):
-    """Read, split and index the files, committing each batch of INDEX_PART_CHUNKS chunks as it is done."""
-    batch, size, started = [], 0, time.monotonic()
-    for done, file in enumerate(todo, 1):
-        paragraphs = read_document(file.path, file.reader)
-        if paragraphs is not None:  # an unreadable file is read again next time, and said again
-            batch.append((file, split_document(Document(file.source, paragraphs))))
-            size += len(batch[-1][1])
-        if batch and (size >= INDEX_PART_CHUNKS or done == len(todo)):  # (files none could read: no part)
-            with transaction(index.db, index.path):
-                add_part(index, batch)
-            batch, size = [], 0
-        if len(todo) > PROGRESS_FILES:
-            show_progress("indexing", done, len(todo), started, "files")
+    """Read, split and index the files, a batch of about INDEX_PART_BYTES at a time, each committed as a
+    part as soon as it is made: a run that is stopped keeps the parts committed."""
+    batches, started, done = file_batches(todo), time.monotonic(), 0
+    with part_makers(len(batches)) as make_parts:
+        for part in make_parts(make_part, batches):
+            sys.stderr.write(part.said)
+            if part.files:  # (a batch none of whose files could be read makes no part)
+                with transaction(index.db, index.path):
+                    add_part(index, part)
+            done += part.batch_size
+            if len(batches) > 1:  # more than one part: more than a few seconds
+                show_progress("indexing", done, len(todo), started, "files")
 
 
 def show_progress(action, done, total, started, unit):
@@ -1241,40 +1241,147 @@ def show_progress(action, done, total, started, unit):
           file=sys.stderr, flush=True)
 
 
-def add_part(index, batch):
-    """Add the chunks of a batch of files (file, chunks) as a new part: the chunks, their lengths, and
-    for each token the numbers of the chunks that hold it and how often."""
-    db = index.db
-    known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f, _ in batch]))
-    # Another process may have indexed some of these files meanwhile: those are left as they are.
-    batch = [(file, chunks) for file, chunks in batch if known.get(file.path) != file.identity]
-    drop_files(index, [file.path for file, _ in batch if file.path in known])  # the files' earlier versions
-    part = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
-    last = first_row(db, "SELECT max(number) FROM chunks")[0]
-    number = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
-    numbers, lengths, rows, postings = array("I"), array("I"), [], {}  # postings: token -> (numbers, counts)
-    for file, chunks in batch:
-        for chunk in chunks:
+def file_batches(files):
+    """Return the files in batches of about INDEX_PART_BYTES, in order (a larger file is a batch alone)."""
+    batches, size = [[]], 0
+    for file in files:
+        file_size = int(file.identity.split()[0]) if file.identity else 0  # "size mtime inode"
+        if batches[-1] and size + file_size > INDEX_PART_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(file)
+        size += file_size
+    return batches if files else []
+
+
+@contextmanager
+def part_makers(batches):
+    """Give a map function that makes parts: that of worker processes (one per core, up to INDEX_WORKERS)
+    when there are batches for more than one, so a big folder is read with every core; else the built-in
+    map. Ending the with-block ends the workers, done or not (Ctrl-C, a full disk)."""
+    workers = min(os.cpu_count() or 1, INDEX_WORKERS, batches)
+    pool = start_workers(workers) if workers > 1 else None
+    if pool is None:
+        yield map
+        return
+    with pool:
+        yield lambda make_part, batches: pool.imap(make_part_in_worker, batches)
+
+
+def start_workers(count):
+    """Return a pool of worker processes, or None where they cannot be started (a sandbox without
+    semaphores, or a thread of the page, where Ctrl-C cannot be set aside). They are started afresh
+    ("spawn", on every system: a process forked from one with threads may hang), with Ctrl-C ignored
+    (the main process handles it, and ends them) and stderr going nowhere: what they have to say comes
+    back with their parts, and a worker that PyPy or Windows interrupts as it starts is not heard."""
+    import multiprocessing
+    import signal
+    try:
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # CPython's new processes keep ignoring it
+    except ValueError:  # not the main thread
+        return None
+    stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, 2)  # the new processes' stderr
+    try:
+        return multiprocessing.get_context("spawn").Pool(count, start_worker)
+    except (OSError, ImportError, NotImplementedError):
+        return None
+    finally:
+        os.dup2(stderr, 2)
+        os.close(stderr), os.close(nowhere)
+        signal.signal(signal.SIGINT, interrupt)
+
+
+def start_worker():
+    """Set up a worker process as the main one indexes: Ctrl-C ignored, no cycle collector (see update_index)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()
+
+
+def make_part_in_worker(files):
+    """Return make_part(files) with the warnings it wrote on stderr, for the main process to write."""
+    import io
+    said = io.StringIO()
+    with redirect_stderr(said):
+        part = make_part(files)
+    return replace(part, said=said.getvalue())
+
+
+@dataclass(frozen=True)
+class Part:
+    """A batch of files read, split and tokenized, ready to be added to the index: its chunks numbered
+    from 0, their lengths, and its postings in token order, packed as three arrays: the chunk numbers and
+    counts of every token, one token after the other, and where each token's end. (A process hands over
+    four arrays far faster than a dict of a hundred thousand pairs.)"""
+    batch_size: int   # files in the batch, read or not
+    files: list       # the files that could be read
+    chunks: list      # (the file's path, Chunk)
+    lengths: array    # tokens in each chunk
+    tokens: list      # sorted
+    ends: array       # token i's postings are numbers[ends[i - 1]:ends[i]] (from 0 for the first)
+    numbers: array
+    counts: array
+    said: str = ""    # the warnings of a worker process, for the main one to write
+
+
+def make_part(files):
+    """Read, split and tokenize a batch of files into a Part. It touches nothing but the files, so it can
+    run in a worker process; a file that cannot be read is said and left out (and read again next time)."""
+    read = []
+    for file in files:
+        paragraphs = read_document(file.path, file.reader)
+        if paragraphs is not None:
+            read.append((file, split_document(Document(file.source, paragraphs))))
+    return part_of(read, len(files))
+
+
+def part_of(read, batch_size=0):
+    """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
+    (numbered from 0 in the order read) and how often."""
+    chunks, lengths, postings = [], array("I"), {}  # postings: token -> (numbers, counts)
+    for file, file_chunks in read:
+        for chunk in file_chunks:
             tokens = tokenize(indexed_text(chunk))
             for token, count in Counter(tokens).items():
                 posting = postings.get(token)
                 if posting is None:
                     posting = postings[token] = (array("I"), array("H"))
-                posting[0].append(number)
+                posting[0].append(len(chunks))
                 posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
-            numbers.append(number)
+            chunks.append((file.path, chunk))
             lengths.append(len(tokens))
-            rows.append((number, file.path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
-                         *(chunk.pages or (0, 0)), chunk.text, part))
-            number += 1
-    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part) for f, _ in batch])
-    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    tokens, numbers, counts, ends = sorted(postings), array("I"), array("H"), array("I")
+    for token in tokens:
+        numbers += postings[token][0]
+        counts += postings[token][1]
+        ends.append(len(numbers))
+    return Part(batch_size, [file for file, _ in read], chunks, lengths, tokens, ends, numbers, counts)
+
+
+def add_part(index, part):
+    """Add a Part to the index, its chunks numbered after the last ones: the files, the chunks, their
+    lengths and the postings. Files another process indexed meanwhile are replaced, not doubled."""
+    db = index.db
+    drop_files(index, [path for path, in rows_where(db, "SELECT path FROM files WHERE path IN ({})",
+                                                     [file.path for file in part.files])])
+    part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
+    last = first_row(db, "SELECT max(number) FROM chunks")[0]
+    base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
+    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part_id) for f in part.files])
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(base + number, path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
+                     *(chunk.pages or (0, 0)), chunk.text, part_id) for number, (path, chunk) in enumerate(part.chunks)])
     # A part's rows go in after every earlier part's, in token order, as the table keeps them (by part, then
     # token): a commit writes only new pages. Kept by token first, every part wrote into pages all over the
     # table: 13.3 s of SQL for a 149 MB folder (28 parts) instead of 3.6 s with this order and bigger parts.
+    numbers = array("I", [number + base for number in part.numbers]).tobytes() if base else part.numbers.tobytes()
+    counts = part.counts.tobytes()
     db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)",
-                   ((part, token, found.tobytes(), counts.tobytes()) for token, (found, counts) in sorted(postings.items())))
-    db.execute("INSERT INTO parts VALUES (?, ?, ?)", (part, numbers.tobytes(), lengths.tobytes()))
+                   ((part_id, token, numbers[4 * start:4 * end], counts[2 * start:2 * end])  # (4 and 2 bytes each)
+                    for token, start, end in zip(part.tokens, itertools.chain([0], part.ends), part.ends)))
+    db.execute("INSERT INTO parts VALUES (?, ?, ?)",
+               (part_id, array("I", range(base, base + len(part.chunks))).tobytes(), part.lengths.tobytes()))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
 
 

@@ -18,6 +18,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import socket
 import sqlite3
 import struct
@@ -719,8 +720,8 @@ def index_chunks(chunks):
     index = rag.Index()
     files = itertools.groupby(chunks, key=operator.attrgetter("source"))
     with rag.transaction(index.db, index.path):
-        rag.add_part(index, [(rag.File(f"{number}:{source}", source, None, ""), list(chunks))
-                             for number, (source, chunks) in enumerate(files)])
+        rag.add_part(index, rag.part_of([(rag.File(f"{number}:{source}", source, None, ""), list(chunks))
+                                         for number, (source, chunks) in enumerate(files)]))
     index.read_lengths()
     return index
 
@@ -799,6 +800,9 @@ class IndexStoreTest(TempFolder):
         super().setUp()
         self.docs = os.path.join(self.folder, "docs")
         self.path = os.path.join(self.folder, "cache", "index.sqlite3")
+        workers = mock.patch.object(rag, "INDEX_WORKERS", 1)  # in this process; WorkersTest starts some
+        workers.start()
+        self.addCleanup(workers.stop)
         self.write("docs/travel.md", "# Travel\n\nBook trains early.\n\n## Per diem\n\nThe per diem in Japan is EUR 70.")
         self.write("docs/leave.md", "# Leave\n\nAnnual leave is 25 days a year.")
         self.write("docs/it.md", "# IT\n\nA lost laptop is reported to the service desk.")
@@ -834,7 +838,7 @@ class IndexStoreTest(TempFolder):
         merge of the parts, every score is the one a fresh index of the same files gives, to the last bit."""
         rng = random.Random(5)
         words = "per diem japan trains leave annual laptop desk report book early days euro hotel".split()
-        with mock.patch.object(rag, "MAX_PARTS", 3), mock.patch.object(rag, "INDEX_PART_CHUNKS", 2):
+        with mock.patch.object(rag, "MAX_PARTS", 3), mock.patch.object(rag, "INDEX_PART_BYTES", 100):
             for step in range(12):
                 name = f"docs/f{rng.randint(0, 6)}.md"
                 if rng.random() < 0.2 and os.path.exists(os.path.join(self.folder, name)):
@@ -868,7 +872,7 @@ class IndexStoreTest(TempFolder):
             import os, signal, sys
             sys.path.insert(0, {HERE!r})
             import rag
-            rag.INDEX_PART_CHUNKS = 10
+            rag.INDEX_PART_BYTES, rag.INDEX_WORKERS = 350, 1
             real = rag.add_part
             def add_then_die(index, batch, parts=[]):
                 real(index, batch)
@@ -882,8 +886,8 @@ class IndexStoreTest(TempFolder):
             self.skipTest("no SIGKILL here")
         self.assertEqual(subprocess.run([sys.executable, "-c", child]).returncode, -9)
         index = rag.open_index(self.path)
-        kept = index.db.execute("SELECT count(*) FROM files").fetchone()[0]  # 19: a part is 10 chunks, travel.md 2
-        self.assertEqual((index.db.execute("SELECT count(*) FROM parts").fetchone()[0], kept), (2, 19))
+        kept = index.db.execute("SELECT count(*) FROM files").fetchone()[0]  # 17: two parts of about 350 bytes
+        self.assertEqual((index.db.execute("SELECT count(*) FROM parts").fetchone()[0], kept), (2, 17))
         with mock.patch.object(rag, "read_document", wraps=rag.read_document) as read_document:
             rag.update_index(index, rag.find_files([self.docs]))
         self.assertEqual(read_document.call_count, 43 - kept)  # the next run goes on from there
@@ -999,13 +1003,99 @@ class IndexStoreTest(TempFolder):
         for n in range(300):
             self.write(f"docs/many/{n:03d}.md", f"# File {n}\n\nThe text of file number {n}, " + "word " * 50)
         command = [sys.executable, "-c", f"import sys; sys.path.insert(0, {HERE!r}); import rag; "
-                                         f"rag.INDEX_PART_CHUNKS = 20; "
+                                         f"rag.INDEX_PART_BYTES = 2000; "
                                          f"rag.update_index(rag.open_index({self.path!r}), rag.find_files([{self.docs!r}]))"]
         runs = [subprocess.Popen(command, stderr=subprocess.PIPE) for _ in range(2)]
         self.assertEqual([(run.communicate()[1], run.returncode) for run in runs], [(b"", 0), (b"", 0)])
         index = rag.open_index(self.path)
         self.assertEqual(index.db.execute("SELECT count(*), count(DISTINCT path) FROM chunks").fetchone(), (304, 303))
         self.assertEqual(self.ranking(index, "file number 123"), self.ranking(self.updated()[0], "file number 123"))
+
+
+class WorkersTest(TempFolder):
+    """A big folder is read by worker processes, one per core: the index is the one a single process makes."""
+
+    def setUp(self):
+        super().setUp()
+        self.docs = os.path.join(self.folder, "docs")
+        words = "per diem japan trains leave annual laptop desk report book early days euro hotel".split()
+        rng = random.Random(7)
+        for n in range(60):
+            self.write(f"docs/{n:02d}.md", f"# File {n}\n\n" + " ".join(rng.choice(words) for _ in range(80)))
+
+    def test_workers_make_the_parts_this_process_makes(self):
+        with mock.patch.object(rag, "INDEX_PART_BYTES", 2000), mock.patch.object(rag.os, "cpu_count", return_value=4):
+            batches = rag.file_batches(rag.find_files([self.docs]))
+            with rag.part_makers(len(batches)) as make_parts:
+                self.assertIsNot(make_parts, map)
+                parts = list(make_parts(rag.make_part, batches))
+        self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
+        self.assertEqual(parts, list(map(rag.make_part, batches)))
+
+    def indexing(self, workers, cache, then=""):
+        """Start indexing docs in a child process (a session of its own) with that many workers, cores or
+        not, in parts of 2,000 bytes."""
+        child = textwrap.dedent(f"""
+            import sys
+            sys.path.insert(0, {HERE!r})
+            import rag
+            rag.INDEX_PART_BYTES, rag.INDEX_WORKERS, rag.os.cpu_count = 2000, {workers}, lambda: 4
+            {then}
+            if __name__ == "__main__":
+                sys.exit(rag.main(["--docs", {self.docs!r}, "--cache", {cache!r}, "--search", "-k", "10", "annual leave in japan"]))
+            """)
+        return subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+
+    def test_a_folder_indexed_by_workers_answers_as_by_one_process_and_its_warnings_are_said(self):
+        self.write("docs/broken.md", b"\x00\x01 binary")
+        by_one = self.indexing(1, os.path.join(self.folder, "one")).communicate(timeout=120)
+        by_four = self.indexing(4, os.path.join(self.folder, "four"))
+        self.assertEqual((*by_four.communicate(timeout=120), by_four.returncode), (*by_one, 0))
+        self.assertRegex(by_one[1], r"^rag.py: warning: skipped \S+broken.md: binary[^\n]*\n$")
+        self.assertIn("[10]", by_one[0])
+
+    @unittest.skipUnless(hasattr(os, "killpg"), "Ctrl-C as a terminal sends it: to the process group")
+    def test_ctrl_c_while_workers_read_ends_them_quietly_and_keeps_the_parts_committed(self):
+        cache, said = os.path.join(self.folder, "cache"), os.path.join(self.folder, "workers")
+        slow_third_part = textwrap.dedent("""
+            import os, time
+            real_add, real_start = rag.add_part, rag.start_workers
+            def add_part(index, part, added=[]):
+                added.append(part)
+                if len(added) == 3:  # the workers are busy with the next parts: Ctrl-C comes now
+                    with open({said!r} + ".tmp", "w") as f:
+                        f.write(" ".join(map(str, pids)))
+                    os.rename({said!r} + ".tmp", {said!r})
+                    time.sleep(60)
+                real_add(index, part)
+            def start_workers(count):
+                pool = real_start(count)
+                pids.extend(worker.pid for worker in pool._pool)  # (multiprocessing's own list)
+                return pool
+            pids = []
+            rag.add_part, rag.start_workers = add_part, start_workers
+            """).format(said=said).replace("\n", "\n            ")
+        child = self.indexing(4, cache, then=slow_third_part)
+        for _ in range(1200):
+            if os.path.exists(said) or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        os.killpg(child.pid, signal.SIGINT)  # as Ctrl-C at a terminal: to every process of the group
+        self.maxDiff = None
+        self.assertEqual((*child.communicate(timeout=60), child.returncode), ("", "\n", 130))  # no traceback
+        with open(said) as f:
+            workers = [int(pid) for pid in f.read().split()]
+        self.assertEqual(len(workers), 4)
+        for pid in workers:
+            with self.assertRaises(OSError):  # ended, and gone
+                os.kill(pid, 0)
+        with mock.patch.object(rag, "INDEX_WORKERS", 1), mock.patch.object(rag, "INDEX_PART_BYTES", 2000):
+            index = rag.open_index(rag.index_path(cache, [self.docs]))
+            self.addCleanup(index.db.close)
+            first, second = rag.file_batches(rag.find_files([self.docs]))[:2]
+            self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM parts")[0], 2)
+            self.assertEqual(rag.update_index(index, rag.find_files([self.docs])), 60 - len(first) - len(second))
 
 
 # ----------------------------------------------------------------------------------------- Model server
