@@ -1222,7 +1222,8 @@ def index_files(index, todo):
     batches, started, done = file_batches(todo), time.monotonic(), 0
     with part_makers(len(batches)) as make_parts:
         for part in make_parts(make_part, batches):
-            sys.stderr.write(part.said)
+            if part.said:  # (the workers' warnings)
+                sys.stderr.write(part.said)
             if part.files:  # (a batch none of whose files could be read makes no part)
                 with transaction(index.db, index.path):
                     add_part(index, part)
@@ -1278,9 +1279,9 @@ def start_workers(count):
     import signal
     try:
         interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # CPython's new processes keep ignoring it
-    except ValueError:  # not the main thread
+        stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except (ValueError, OSError):  # not the main thread; no stderr at all (`2>&-`)
         return None
-    stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     os.dup2(nowhere, 2)  # the new processes' stderr
     try:
         return multiprocessing.get_context("spawn").Pool(count, start_worker)

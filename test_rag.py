@@ -1032,7 +1032,7 @@ class WorkersTest(TempFolder):
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
         self.assertEqual(parts, list(map(rag.make_part, batches)))
 
-    def indexing(self, workers, cache, then=""):
+    def indexing(self, workers, cache, then="", **popen):
         """Start indexing docs in a child process (a session of its own) with that many workers, cores or
         not, in parts of 2,000 bytes."""
         child = textwrap.dedent(f"""
@@ -1044,8 +1044,8 @@ class WorkersTest(TempFolder):
             if __name__ == "__main__":
                 sys.exit(rag.main(["--docs", {self.docs!r}, "--cache", {cache!r}, "--search", "-k", "10", "annual leave in japan"]))
             """)
-        return subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        return subprocess.Popen([sys.executable, "-c", child], **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                                "text": True, "start_new_session": True, **popen})
 
     def test_a_folder_indexed_by_workers_answers_as_by_one_process_and_its_warnings_are_said(self):
         self.write("docs/broken.md", b"\x00\x01 binary")
@@ -1054,6 +1054,9 @@ class WorkersTest(TempFolder):
         self.assertEqual((*by_four.communicate(timeout=120), by_four.returncode), (*by_one, 0))
         self.assertRegex(by_one[1], r"^rag.py: warning: skipped \S+broken.md: binary[^\n]*\n$")
         self.assertIn("[10]", by_one[0])
+        if os.name == "posix":  # started with no stderr at all (`2>&-`): the same passes
+            no_stderr = self.indexing(4, os.path.join(self.folder, "none"), stderr=None, preexec_fn=lambda: os.close(2))
+            self.assertEqual((no_stderr.communicate(timeout=120)[0], no_stderr.returncode), (by_one[0], 0))
 
     @unittest.skipUnless(hasattr(os, "killpg"), "Ctrl-C as a terminal sends it: to the process group")
     def test_ctrl_c_while_workers_read_ends_them_quietly_and_keeps_the_parts_committed(self):
