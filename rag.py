@@ -966,13 +966,14 @@ def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
 INDEX_SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
 CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
-    first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER);
+    first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER,
+    digest TEXT);
 CREATE INDEX IF NOT EXISTS chunks_of_file ON chunks (path);
 CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, lengths BLOB);
 CREATE TABLE IF NOT EXISTS postings (part INTEGER, token TEXT, numbers BLOB, counts BLOB,
     PRIMARY KEY (part, token)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, sign BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked INTEGER,
     PRIMARY KEY (model, key)) WITHOUT ROWID;
 """
@@ -1071,20 +1072,21 @@ class Index:
         """Return the chunk numbered so."""
         return self.chunks_numbered([number])[0]
 
-    def chunks_numbered(self, numbers):
-        """Return the chunks of these numbers, read in one go (and kept: the same hits come back)."""
-        missing = [number for number in numbers if number not in self.cached]
+    def chunks_numbered(self, numbers, keep=True):
+        """Return the chunks of these numbers, read in one go (and kept, unless told not to: the same hits
+        come back)."""
+        read = {number: self.cached[number] for number in numbers if number in self.cached}
         for number, source, heading, first, last, first_page, last_page, text in rows_where(self.db, (
                 "SELECT number, source, heading, first_line, last_line, first_page, last_page, text FROM chunks "
-                "WHERE number IN ({})"), missing):
-            self.cached[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
-        return [self.cached[number] for number in numbers]
+                "WHERE number IN ({})"), [number for number in numbers if number not in read]):
+            read[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
+        if keep:
+            self.cached.update(read)
+        return [read[number] for number in numbers]
 
-    def chunks(self):
-        """Yield (number, chunk) for every chunk, in order."""
-        for start in range(0, self.size, 1000):
-            numbers = list(self.numbers[start:start + 1000])
-            yield from zip(numbers, self.chunks_numbered(numbers))
+    def digests(self):
+        """Return {chunk number: the digest of its text} for every chunk, in order: what its vector is kept by."""
+        return dict(self.db.execute("SELECT number, digest FROM chunks ORDER BY number"))
 
     def sources(self):
         """Return the sources of the indexed documents, sorted."""
@@ -1370,9 +1372,10 @@ def add_part(index, part):
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
     db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part_id) for f in part.files])
-    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    [(base + number, path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
-                     *(chunk.pages or (0, 0)), chunk.text, part_id) for number, (path, chunk) in enumerate(part.chunks)])
+                     *(chunk.pages or (0, 0)), chunk.text, part_id, text_key(chunk.text))
+                    for number, (path, chunk) in enumerate(part.chunks)])
     # A part's rows go in after every earlier part's, in token order, as the table keeps them (by part, then
     # token): a commit writes only new pages. Kept by token first, every part wrote into pages all over the
     # table: 13.3 s of SQL for a 149 MB folder (28 parts) instead of 3.6 s with this order and bigger parts.
@@ -1837,10 +1840,10 @@ def unit_vector(values):
 
 class EmbeddingCache:
     """The vectors of one embedding model (with its prefixes, on one kind of server), kept in the index's
-    database beside its chunks: a chunk's by a hash of its text, so that unchanged text is never embedded
-    twice whatever its file, and the last MAX_CACHED_QUESTIONS questions'. Each batch is committed as it
-    comes, so a run that stops keeps what it embedded. (Vectors tell much of their text: the database is
-    the user's only.)"""
+    database beside its chunks: a chunk's by the digest of its text, so that unchanged text is never
+    embedded twice whatever its file, with its signature (see shortlist), and the last
+    MAX_CACHED_QUESTIONS questions'. Each batch is committed as it comes, so a run that stops keeps what
+    it embedded. (Vectors tell much of their text: the database is the user's only.)"""
 
     def __init__(self, path, model, api="ollama"):
         import threading
@@ -1849,15 +1852,31 @@ class EmbeddingCache:
         self.name = "\t".join([api, model, *embed_prefixes(model)])  # what makes the vectors what they are
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
         self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")
+        with transaction(self.db, path):  # the vectors of an earlier rag.py have no signatures: a column for them
+            if "sign" not in [column[1] for column in self.db.execute("PRAGMA table_info(vectors)")]:
+                self.db.execute("ALTER TABLE vectors ADD COLUMN sign BLOB")
         row = first_row(self.db, "SELECT vector FROM vectors WHERE model = ? LIMIT 1", (self.name,))
         self.dimension = len(row[0]) // 4 if row else None
 
+    def keys(self):
+        """Return the keys of the chunk vectors cached."""
+        return {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.name,))}
+
     def chunks(self, keys):
-        """Return {key: unit vector} of the chunks' vectors cached, for these keys. (The model's vectors
-        are read in one go: the cache holds few others, as chunk_vectors forgets those of chunks gone.)"""
-        wanted = set(keys)
-        return {key: array("f", vector) for key, vector in
-                self.db.execute("SELECT key, vector FROM vectors WHERE model = ?", (self.name,)) if key in wanted}
+        """Return {key: unit vector} of the chunk vectors cached, for these keys."""
+        return {key: array("f", vector) for key, vector in rows_where(
+            self.db, "SELECT key, vector FROM vectors WHERE model = ? AND key IN ({})", list(keys), self.name)}
+
+    def signs(self):
+        """Return {key: signature} of every chunk vector cached: a few bytes each, read in one go (those an
+        earlier rag.py stored get theirs now, once)."""
+        unsigned = self.db.execute("SELECT key, vector FROM vectors WHERE model = ? AND sign IS NULL", (self.name,)).fetchall()
+        if unsigned:
+            with self.lock, transaction(self.db, self.path):
+                self.db.executemany("UPDATE vectors SET sign = ? WHERE model = ? AND key = ?",
+                                    [(sign_bytes(array("f", vector)), self.name, key) for key, vector in unsigned])
+        return {key: int.from_bytes(sign, "little") for key, sign in
+                self.db.execute("SELECT key, sign FROM vectors WHERE model = ?", (self.name,))}
 
     def question(self, key):
         """Return the question vector of this key, marked as the one asked last; None when not cached."""
@@ -1885,8 +1904,8 @@ class EmbeddingCache:
                 self.db.execute("DELETE FROM vectors WHERE model = ?", (self.name,))
                 self.db.execute("DELETE FROM questions WHERE model = ?", (self.name,))
             if table == "chunks":
-                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                    [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
+                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", [
+                    (self.name, key, vector.tobytes(), sign_bytes(vector)) for key, vector in zip(keys, vectors)])
             else:
                 self.db.executemany("INSERT OR REPLACE INTO questions VALUES (?, ?, ?, (SELECT coalesce(max(asked), 0) + 1 "
                                     "FROM questions))", [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
@@ -1913,6 +1932,11 @@ class EmbeddingCache:
             self.db.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM kept)", (self.name,))
 
 
+def sign_bytes(vector):
+    """Return a vector's signature as bytes, as the cache keeps it."""
+    return signature(vector).to_bytes((len(vector) + 7) // 8, "little")
+
+
 def default_cache_folder():
     """Return the user's cache folder by platform convention (never the documents' folder)."""
     if sys.platform == "win32":
@@ -1926,26 +1950,29 @@ def default_cache_folder():
 
 @dataclass(frozen=True)
 class Embeddings:
-    """What the embedding and hybrid rankings need: the chunks' vectors, and how to embed a question."""
-    vectors: dict              # a unit vector per chunk, by chunk number
-    signs: dict                # its signature, by chunk number (the same order)
-    cache: EmbeddingCache      # where question vectors are kept
+    """What the embedding and hybrid rankings need: the chunks' signatures, their vectors when first
+    wanted, and how to embed a question."""
+    signs: dict                # chunk number -> the signature of its vector
+    keys: dict                 # chunk number -> the key its vector is cached by (its text's digest)
+    cache: EmbeddingCache      # where the vectors are, and question vectors are kept
     config: Config             # which server and model embed
+    vectors: dict = field(default_factory=dict)  # chunk number -> unit vector, read from the cache once asked for
 
 
 def use_embeddings(index, config, cache=None):
     """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search.
     In auto mode, the same when embedding the chunks not in the cache would take over AUTO_EMBED_SECONDS:
-    then hybrid is for --mode hybrid to choose (it embeds them once, and auto uses them from then on)."""
+    then hybrid is for --mode hybrid to choose (it embeds them once, and auto uses them from then on).
+    Only the vectors' signatures are read now, not the vectors (at 137,000 chunks, 13 MB, not 420)."""
     cache = cache or EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
     auto = config.mode == "auto"
     try:
-        vectors = chunk_vectors([chunk for _, chunk in index.chunks()], cache, config,
-                                AUTO_EMBED_SECONDS if auto else math.inf)
-        by_number = dict(zip(index.numbers, vectors))
-        signs = {number: signature(vector) for number, vector in by_number.items()}
-        return Embeddings(by_number, signs, cache, config), "hybrid" if auto else config.mode
+        keys = index.digests()
+        embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf)
+        signs = cache.signs()
+        return Embeddings({number: signs[key] for number, key in keys.items()}, keys, cache, config), \
+            "hybrid" if auto else config.mode
     except RagError as e:
         if config.mode == "embedding":
             raise
@@ -1984,17 +2011,20 @@ def embed_texts(config, texts, labels, shortened=False):
     return vectors
 
 
-def chunk_vectors(chunks, cache, config, seconds=math.inf, retried=False):
-    """Return a unit vector per chunk: from the cache, else embedded now in batches, each committed to
-    the cache as it comes (a first run over many documents can take an hour: one that stops goes on from
-    there next time). When that would take over `seconds` at the pace measured, say so (a RagError)
-    rather than start or go on. The cache then forgets the vectors of chunks that are gone."""
-    prefix = embed_prefixes(cache.model)[1]
-    keys = [text_key(prefix + chunk.text) for chunk in chunks]
-    vectors = cache.chunks(keys)
-    # Chunks of the same text (a file copied twice) are embedded once: the dict keeps one per key.
-    missing = [(key, chunk) for key, chunk in dict(zip(keys, chunks)).items() if key not in vectors]
-    started, pace = time.monotonic(), cache.pace()
+def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
+    """Embed the chunks whose vectors are not in the cache, in batches, each committed to the cache as it
+    comes (a first run over many documents can take an hour: one that stops goes on from there next
+    time). When that would take over `seconds` at the pace measured, say so (a RagError) rather than
+    start or go on. The cache then forgets the vectors of chunks that are gone. keys: {number: key}."""
+    cached = cache.keys()
+    missing = {}  # key -> chunk number: chunks of the same text (a file copied twice) are embedded once
+    for number, key in keys.items():
+        if key not in cached:
+            missing.setdefault(key, number)
+    missing = list(missing.items())
+    if missing and embed_prefixes(cache.model)[1]:
+        missing = adopt_earlier_vectors(index, missing, cache)
+    started, pace, prefix = time.monotonic(), cache.pace(), embed_prefixes(cache.model)[1]
     if missing and seconds < math.inf:
         if pace and len(missing) / pace > seconds:
             raise RagError(not_embedded(len(missing), len(keys), pace, cache.model))
@@ -2002,23 +2032,38 @@ def chunk_vectors(chunks, cache, config, seconds=math.inf, retried=False):
              "(--mode lexical: by words only)")
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
-        texts = [prefix + chunk.text for _, chunk in batch]
-        labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for _, chunk in batch]
-        vectors.update(zip([key for key, _ in batch], embed_texts(config, texts, labels)))
-        cache.add("chunks", [key for key, _ in batch], [vectors[key] for key, _ in batch])
+        chunks = index.chunks_numbered([number for _, number in batch], keep=False)
+        labels = [f"{chunk.source}:{chunk.first_line}-{chunk.last_line}" for chunk in chunks]
+        cache.add("chunks", [key for key, _ in batch], embed_texts(config, [prefix + chunk.text for chunk in chunks], labels))
         done, spent = start + len(batch), time.monotonic() - started
         pace = cache.pace(done / max(spent, 1e-6))
         if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
             show_progress("embedding", done, len(missing), started, "chunks")
         if spent + (len(missing) - done) / pace > seconds:
             raise RagError(not_embedded(len(missing) - done, len(keys), pace, cache.model))
-    if any(len(vector) != cache.dimension for vector in vectors.values()):
-        if retried:  # the vector size changed during the run, and the old vectors were dropped
+    cached, wanted = cache.keys(), set(keys.values())
+    if wanted - cached:  # the vector size changed during the run: the vectors before it were dropped
+        if retried:
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
-        return chunk_vectors(chunks, cache, config, seconds, retried=True)
-    if first_row(cache.db, "SELECT count(*) FROM vectors WHERE model = ?", (cache.name,))[0] > len(vectors):
-        cache.keep_only(list(vectors))
-    return [vectors[key] for key in keys]
+        return embed_chunks(index, keys, cache, config, seconds, retried=True)
+    if len(cached) > len(wanted):
+        cache.keep_only(wanted)
+
+
+def adopt_earlier_vectors(index, missing, cache):
+    """Keep the vectors an earlier rag.py cached by the digest of a chunk's text with the model's prefix,
+    by the digest of the text alone (the prefix is in the model's name); return the chunks still missing."""
+    prefix, still = embed_prefixes(cache.model)[1], []
+    for start in range(0, len(missing), 1000):
+        batch = missing[start:start + 1000]
+        chunks = index.chunks_numbered([number for _, number in batch], keep=False)
+        earlier = [text_key(prefix + chunk.text) for chunk in chunks]
+        found = cache.chunks(earlier)
+        if found:
+            cache.add("chunks", [key for (key, _), old in zip(batch, earlier) if old in found],
+                      [found[old] for old in earlier if old in found])
+        still += [(key, number) for (key, number), old in zip(batch, earlier) if old not in found]
+    return still
 
 
 def not_embedded(missing, total, pace, model):
@@ -2110,8 +2155,19 @@ def shortlist(embeddings, vector, count):
 def cosines(embeddings, vector, numbers):
     """Return {chunk number: cosine similarity to the vector} for the chunks numbered (unit vectors)."""
     query = list(vector)  # a list is read faster than an array (same size: the cache checks)
-    vectors = embeddings.vectors
+    vectors = vectors_of(embeddings, numbers)
     return {number: dot(query, vectors[number]) for number in numbers}
+
+
+def vectors_of(embeddings, numbers):
+    """Return {chunk number: unit vector} with the chunks numbered, each read from the cache the first
+    time it is wanted."""
+    vectors, keys = embeddings.vectors, embeddings.keys
+    missing = [number for number in numbers if number not in vectors]
+    if missing:
+        read = embeddings.cache.chunks(keys[number] for number in missing)
+        vectors.update((number, read[keys[number]]) for number in missing)
+    return vectors
 
 
 def hybrid_ranking(index, query, depth, embeddings):

@@ -1208,6 +1208,41 @@ class EmbedTest(EmbedCase):
         self.search("annual leave days")
         self.assertEqual(self.embed_inputs(), [["annual leave days"]])  # only the new question
 
+    def test_a_second_run_reads_the_vectors_of_the_candidates_only(self):
+        self.search(mode="hybrid")
+        self.write("docs/more.md", "\n\n".join(f"# Topic {n}\n\nNotes on topic {n}." for n in range(10, 50)))
+        self.search(mode="hybrid")  # the new chunks embedded
+        read, real = [], rag.EmbeddingCache.chunks
+
+        def chunks(cache, keys):
+            keys = list(keys)
+            read.extend(keys)
+            return real(cache, keys)
+        with mock.patch.object(rag.EmbeddingCache, "chunks", chunks), \
+                mock.patch.object(rag, "SHORTLIST", 3), mock.patch.object(rag, "FUSION_DEPTH", 3):
+            code, out, err = self.search("notes on topic 17", "-k", "2", mode="hybrid")
+        self.assertEqual((code, err, json.loads(out)["hits"][0]["heading"]), (0, "", "Topic 17"))
+        self.assertEqual(len(read), 3)  # the three best by words, weighed: not the 43 vectors
+
+    def test_vectors_an_earlier_rag_py_kept_by_the_prefixed_text_are_kept_not_embedded_again(self):
+        self.search(model="nomic-embed-text")
+        db = sqlite3.connect(rag.index_path(self.cache, [self.docs]))
+        texts = [text for text, in db.execute("SELECT text FROM chunks")]
+        db.executescript("DROP TABLE vectors; CREATE TABLE vectors (model TEXT, key TEXT, vector BLOB, "
+                         "PRIMARY KEY (model, key)) WITHOUT ROWID;")  # as rag.py 1.0.0 made it
+        name = "ollama\tnomic-embed-text\tsearch_query: \tsearch_document: "
+        db.executemany("INSERT INTO vectors VALUES (?, ?, ?)", [(name, rag.text_key("search_document: " + text),
+                                                                 rag.unit_vector([float(len(text)), 1.0] * 8).tobytes()) for text in texts])
+        db.commit()
+        db.close()
+        self.embed_inputs()
+        code, out, err = self.search("annual leave", model="nomic-embed-text")
+        self.assertEqual((code, err, self.embed_inputs()), (0, "", [["search_query: annual leave"]]))
+        stored = sqlite3.connect(rag.index_path(self.cache, [self.docs]))
+        self.addCleanup(stored.close)
+        self.assertEqual(sorted(key for key, in stored.execute("SELECT key FROM vectors WHERE sign IS NOT NULL")),
+                         sorted(map(rag.text_key, texts)))
+
     def test_editing_one_file_re_embeds_only_its_changed_chunks(self):
         self.search()
         self.embed_inputs()
@@ -1372,15 +1407,15 @@ class EmbedTest(EmbedCase):
         self.assertRegex(err, r"^rag.py: the connection to Ollama broke mid-reply \(IncompleteRead\)\. Try again\.\n$")
 
     def test_progress_is_shown_on_a_terminal_only(self):
-        chunks = [rag.Chunk("notes.txt", "", n, n, f"text number {n}") for n in range(9)]
+        index = index_chunks([rag.Chunk("notes.txt", "", n, n, f"text number {n}") for n in range(9)])
         for terminal in (True, False):
             with self.subTest(terminal=terminal):
                 err = io.StringIO()
                 err.isatty = lambda: terminal
                 with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
                     cache = rag.EmbeddingCache(":memory:", "all-minilm")
-                    vectors = rag.chunk_vectors(chunks, cache, rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
-                self.assertEqual(len(vectors), 9)
+                    rag.embed_chunks(index, index.digests(), cache, rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
+                self.assertEqual(len(cache.keys()), 9)
                 if terminal:
                     self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
                     self.assertIn("\rembedding 9/9 chunks", err.getvalue())
@@ -1585,9 +1620,10 @@ def embeddings_of(vectors, question, question_vector):
     """Embeddings of made-up chunk vectors, with the question's vector in the cache (no server needed)."""
     cache = rag.EmbeddingCache(":memory:", "test-model")
     cache.add("questions", [rag.text_key(question)], [rag.unit_vector(question_vector)])
-    vectors = {number: rag.unit_vector(v) for number, v in enumerate(vectors)}
-    signs = {number: rag.signature(v) for number, v in vectors.items()}
-    return rag.Embeddings(vectors, signs, cache, rag.Config())
+    keys = {number: f"chunk {number}" for number in range(len(vectors))}
+    cache.add("chunks", list(keys.values()), [rag.unit_vector(v) for v in vectors])
+    signs = cache.signs()
+    return rag.Embeddings({number: signs[key] for number, key in keys.items()}, keys, cache, rag.Config())
 
 
 class RetrieveTest(unittest.TestCase):
@@ -4363,7 +4399,7 @@ class PageLiveIndexTest(unittest.TestCase):
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9 * len(text)))  # a new time even within one tick
 
     def texts(self, snapshot):
-        return " ".join(chunk.text for _, chunk in snapshot.index.chunks())
+        return " ".join(chunk.text for chunk in snapshot.index.chunks_numbered(list(snapshot.index.digests())))
 
     def test_unchanged_documents_are_not_read_again(self):
         first = self.live.current()
