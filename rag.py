@@ -1864,8 +1864,9 @@ class EmbeddingCache:
 
     def chunks(self, keys):
         """Return {key: unit vector} of the chunk vectors cached, for these keys."""
-        return {key: array("f", vector) for key, vector in rows_where(
-            self.db, "SELECT key, vector FROM vectors WHERE model = ? AND key IN ({})", list(keys), self.name)}
+        with self.lock:  # (the page's threads read at once)
+            return {key: array("f", vector) for key, vector in rows_where(
+                self.db, "SELECT key, vector FROM vectors WHERE model = ? AND key IN ({})", list(keys), self.name)}
 
     def signs(self):
         """Return {key: signature} of every chunk vector cached: a few bytes each, read in one go (those an
@@ -2166,6 +2167,8 @@ def vectors_of(embeddings, numbers):
     missing = [number for number in numbers if number not in vectors]
     if missing:
         read = embeddings.cache.chunks(keys[number] for number in missing)
+        if len(read) < len({keys[number] for number in missing}):  # the page re-read changed documents meanwhile
+            raise RagError("the documents changed while this question was searched: ask it again")
         vectors.update((number, read[keys[number]]) for number in missing)
     return vectors
 

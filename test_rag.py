@@ -4443,6 +4443,17 @@ class PageLiveIndexTest(unittest.TestCase):
         self.write("b.txt", "Beta notes: the beta code is 555.\n")
         self.assertEqual((live.current().generation, embedded()), (2, 3))  # only the changed chunk
 
+    def test_a_question_whose_chunks_lost_their_vectors_meanwhile_is_asked_again(self):
+        fake = FakeModel()
+        self.addCleanup(fake.close)
+        live = rag.LiveIndex(config_for(fake.url, [self.folder], mode="hybrid"))
+        under_way = live.current()  # its vectors are read when a question first wants them
+        self.write("b.txt", "Beta notes: the beta code is 555.\n")
+        self.assertEqual(live.current().generation, 2)  # the old beta chunk's vector is gone from the cache
+        with self.assertRaisesRegex(rag.RagError, "^the documents changed while this question was searched: ask it again$"):
+            rag.hybrid_ranking(under_way.index, rag.make_query("beta code"), 2, under_way.embeddings)
+        self.assertEqual(rag.hybrid_ranking(live.current().index, rag.make_query("beta code"), 1, live.current().embeddings)[0][0], 1)
+
     def test_checks_wait_reload_seconds(self):
         rag.RELOAD_SECONDS = 60.0
         self.live.checked = time.monotonic()
