@@ -35,9 +35,10 @@ import sys
 import textwrap
 import time
 import unicodedata
+import weakref
 import zlib
 from array import array
-from collections import Counter
+from collections import Counter, deque
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -973,7 +974,8 @@ CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, numbers BLOB, length
 CREATE TABLE IF NOT EXISTS postings (part INTEGER, token TEXT, numbers BLOB, counts BLOB,
     PRIMARY KEY (part, token)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, sign BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS signs (model TEXT, key TEXT, sign BLOB, PRIMARY KEY (model, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked INTEGER,
     PRIMARY KEY (model, key)) WITHOUT ROWID;
 """
@@ -992,16 +994,19 @@ class Index:
         if sqlite3 is None:
             raise RagError("this Python was built without its sqlite3 module, which rag.py keeps its index in: "
                            "run rag.py with another Python (python.org's, or the system's)")
+        import threading  # here, not at the top: see the note after the imports
         self.path, self.weights, self.cached = path, {}, {}
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
-                                  check_same_thread=False)  # the page's threads read it at once (they only read)
+                                  check_same_thread=False)  # the page's threads read it (see rows)
+        self.lock = threading.Lock()
+        weakref.finalize(self, self.db.close)  # closed with the Index (Python 3.13 warns of one left open)
         make_tables(self.db)
         self.read_lengths()
 
     def read_lengths(self):
         """Read every chunk's length (its tokens), for BM25's length normalization; drop the weights kept."""
         self.numbers, self.lengths = array("I"), array("I")
-        for numbers, lengths in self.db.execute("SELECT numbers, lengths FROM parts ORDER BY part"):
+        for numbers, lengths in self.rows("SELECT numbers, lengths FROM parts ORDER BY part"):
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
         self.size, self.weights, self.cached = len(self.numbers), {}, {}
@@ -1014,7 +1019,7 @@ class Index:
     def postings(self, token):
         """Return the chunk numbers that hold the token, ascending, and how often each holds it."""
         numbers, counts = array("I"), array("H")
-        for part_numbers, part_counts in self.db.execute(
+        for part_numbers, part_counts in self.rows(
                 "SELECT numbers, counts FROM postings WHERE part IN (SELECT part FROM parts) AND token = ? "
                 "ORDER BY part", (token,)):
             numbers.frombytes(part_numbers)
@@ -1076,9 +1081,10 @@ class Index:
         """Return the chunks of these numbers, read in one go (and kept, unless told not to: the same hits
         come back)."""
         read = {number: self.cached[number] for number in numbers if number in self.cached}
-        for number, source, heading, first, last, first_page, last_page, text in rows_where(self.db, (
-                "SELECT number, source, heading, first_line, last_line, first_page, last_page, text FROM chunks "
-                "WHERE number IN ({})"), [number for number in numbers if number not in read]):
+        with self.lock:
+            rows = list(rows_where(self.db, "SELECT number, source, heading, first_line, last_line, first_page, "
+                                   "last_page, text FROM chunks WHERE number IN ({})", [n for n in numbers if n not in read]))
+        for number, source, heading, first, last, first_page, last_page, text in rows:
             read[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
         if keep:
             self.cached.update(read)
@@ -1086,11 +1092,18 @@ class Index:
 
     def digests(self):
         """Return {chunk number: the digest of its text} for every chunk, in order: what its vector is kept by."""
-        return dict(self.db.execute("SELECT number, digest FROM chunks ORDER BY number"))
+        return dict(self.rows("SELECT number, digest FROM chunks ORDER BY number"))
 
     def sources(self):
         """Return the sources of the indexed documents, sorted."""
-        return [source for source, in self.db.execute("SELECT DISTINCT source FROM chunks ORDER BY source")]
+        return [source for source, in self.rows("SELECT DISTINCT source FROM chunks ORDER BY source")]
+
+    def rows(self, query, values=()):
+        """Return the rows of a query, all read at once, one thread at a time: the page's threads share the
+        connection, and two statements of two threads at once can fail ("bad parameter or other API
+        misuse", seen with Python 3.13)."""
+        with self.lock:
+            return self.db.execute(query, values).fetchall()
 
 
 def make_tables(db):
@@ -1222,8 +1235,8 @@ def index_files(index, todo):
     """Read, split and index the files, a batch of about INDEX_PART_BYTES at a time, each committed as a
     part as soon as it is made: a run that is stopped keeps the parts committed."""
     batches, started, done = file_batches(todo), time.monotonic(), 0
-    with part_makers(len(batches)) as make_parts:
-        for part in make_parts(make_part, batches):
+    with parts_made(batches) as parts:
+        for part in parts:
             if part.said:  # (the workers' warnings)
                 sys.stderr.write(part.said)
             if part.files:  # (a batch none of whose files could be read makes no part)
@@ -1258,48 +1271,67 @@ def file_batches(files):
 
 
 @contextmanager
-def part_makers(batches):
-    """Give a map function that makes parts: that of worker processes (one per core, up to INDEX_WORKERS)
-    when there are batches for more than one, so a big folder is read with every core; else the built-in
-    map. Ending the with-block ends the workers, done or not (Ctrl-C, a full disk)."""
-    workers = min(os.cpu_count() or 1, INDEX_WORKERS, batches)
-    pool = start_workers(workers) if workers > 1 else None
+def parts_made(batches):
+    """Give the Parts of the batches, in order: made by worker processes (one per core, up to
+    INDEX_WORKERS) when there are batches for more than one, so a big folder is read with every core;
+    else made here. Each worker is handed one batch ahead, no more: parts waiting to be written (while
+    another rag.py writes, say) take memory. Leaving the with-block stops handing out batches."""
+    workers = min(os.cpu_count() or 1, INDEX_WORKERS, len(batches))
+    pool, ahead = start_workers(workers, batches[:workers]) if workers > 1 else (None, None)
     if pool is None:
-        yield map
+        yield map(make_part, batches)
         return
-    with pool:
-        yield lambda make_part, batches: pool.imap(make_part_in_worker, batches)
+    try:
+        yield parts_from(pool, batches, ahead)
+    finally:
+        for future in ahead:
+            future.cancel()
+        pool.shutdown()
 
 
-def start_workers(count):
-    """Return a pool of worker processes, or None where they cannot be started (a sandbox without
-    semaphores, or a thread of the page, where Ctrl-C cannot be set aside). They are started afresh
-    ("spawn", on every system: a process forked from one with threads may hang), with Ctrl-C ignored
-    (the main process handles it, and ends them) and stderr going nowhere: what they have to say comes
-    back with their parts, and a worker that PyPy or Windows interrupts as it starts is not heard."""
+def start_workers(count, batches):
+    """Return a pool of worker processes and the first batches handed to them (futures of their parts),
+    or (None, None) where none can be started. They are started afresh ("spawn", on every system: a
+    process forked from one with threads may hang) as those batches are handed out, here, with stderr
+    going nowhere: what they have to say comes back with their parts, and one stopped by Ctrl-C (which
+    the main process handles) is not heard."""
+    from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
-    import signal
     try:
-        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # CPython's new processes keep ignoring it
         stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    except (ValueError, OSError):  # not the main thread; no stderr at all (`2>&-`)
-        return None
+    except OSError:  # no stderr at all (`2>&-`)
+        return None, None
     os.dup2(nowhere, 2)  # the new processes' stderr
+    pool = None
     try:
-        return multiprocessing.get_context("spawn").Pool(count, start_worker)
-    except (OSError, ImportError, NotImplementedError):
-        return None
+        pool = ProcessPoolExecutor(count, multiprocessing.get_context("spawn"), gc.disable)  # (see update_index)
+        return pool, deque(pool.submit(make_part_in_worker, batch) for batch in batches)
+    except Exception:  # whatever keeps them from starting (a sandbox without semaphores; PyPy 3.9 cannot
+        if pool:       # spawn them): the work is done here
+            pool.shutdown(wait=False)
+        return None, None
     finally:
         os.dup2(stderr, 2)
         os.close(stderr), os.close(nowhere)
-        signal.signal(signal.SIGINT, interrupt)
 
 
-def start_worker():
-    """Set up a worker process as the main one indexes: Ctrl-C ignored, no cycle collector (see update_index)."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.disable()
+def parts_from(pool, batches, ahead):
+    """Yield the parts of the batches, in order, from the pool (ahead: the futures of the first ones,
+    handed out already), handing it the next batch as each part is taken. Should a worker stop (killed,
+    out of memory), the batches not done yet are done here."""
+    from concurrent.futures.process import BrokenProcessPool
+    done = 0
+    try:
+        for batch in batches[len(ahead):]:
+            ahead.append(pool.submit(make_part_in_worker, batch))
+            yield ahead.popleft().result()
+            done += 1
+        while ahead:
+            yield ahead.popleft().result()
+            done += 1
+    except BrokenProcessPool:
+        warn("a process reading the files stopped; reading the rest in this one")
+        yield from map(make_part, batches[done:])
 
 
 def make_part_in_worker(files):
@@ -1314,9 +1346,9 @@ def make_part_in_worker(files):
 @dataclass(frozen=True)
 class Part:
     """A batch of files read, split and tokenized, ready to be added to the index: its chunks numbered
-    from 0, their lengths, and its postings in token order, packed as three arrays: the chunk numbers and
-    counts of every token, one token after the other, and where each token's end. (A process hands over
-    four arrays far faster than a dict of a hundred thousand pairs.)"""
+    from 0, their lengths, and its postings in token order, packed in three arrays: the chunk numbers
+    and the counts of every token, one token after the other, and where each token's end. (A process
+    hands over a few arrays far faster than a dict of a hundred thousand pairs.)"""
     batch_size: int   # files in the batch, read or not
     files: list       # the files that could be read
     chunks: list      # (the file's path, Chunk)
@@ -1364,10 +1396,13 @@ def part_of(read, batch_size=0):
 
 def add_part(index, part):
     """Add a Part to the index, its chunks numbered after the last ones: the files, the chunks, their
-    lengths and the postings. Files another process indexed meanwhile are replaced, not doubled."""
+    lengths and the postings. Another rag.py may have indexed the files meanwhile: then the part is left
+    out when it has them all as they are, and replaces what it has otherwise (never doubles it)."""
     db = index.db
-    drop_files(index, [path for path, in rows_where(db, "SELECT path FROM files WHERE path IN ({})",
-                                                     [file.path for file in part.files])])
+    known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f in part.files]))
+    if all(known.get(file.path) == file.identity for file in part.files):
+        return
+    drop_files(index, list(known))
     part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
@@ -1851,16 +1886,15 @@ class EmbeddingCache:
         self.lock = threading.Lock()  # the page's threads add questions' vectors at once
         self.name = "\t".join([api, model, *embed_prefixes(model)])  # what makes the vectors what they are
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
+        weakref.finalize(self, self.db.close)
         self.db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")
-        with transaction(self.db, path):  # the vectors of an earlier rag.py have no signatures: a column for them
-            if "sign" not in [column[1] for column in self.db.execute("PRAGMA table_info(vectors)")]:
-                self.db.execute("ALTER TABLE vectors ADD COLUMN sign BLOB")
         row = first_row(self.db, "SELECT vector FROM vectors WHERE model = ? LIMIT 1", (self.name,))
         self.dimension = len(row[0]) // 4 if row else None
 
     def keys(self):
         """Return the keys of the chunk vectors cached."""
-        return {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.name,))}
+        with self.lock:
+            return {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.name,))}
 
     def chunks(self, keys):
         """Return {key: unit vector} of the chunk vectors cached, for these keys."""
@@ -1869,15 +1903,17 @@ class EmbeddingCache:
                 self.db, "SELECT key, vector FROM vectors WHERE model = ? AND key IN ({})", list(keys), self.name)}
 
     def signs(self):
-        """Return {key: signature} of every chunk vector cached: a few bytes each, read in one go (those an
-        earlier rag.py stored get theirs now, once)."""
-        unsigned = self.db.execute("SELECT key, vector FROM vectors WHERE model = ? AND sign IS NULL", (self.name,)).fetchall()
-        if unsigned:
-            with self.lock, transaction(self.db, self.path):
-                self.db.executemany("UPDATE vectors SET sign = ? WHERE model = ? AND key = ?",
-                                    [(sign_bytes(array("f", vector)), self.name, key) for key, vector in unsigned])
-        return {key: int.from_bytes(sign, "little") for key, sign in
-                self.db.execute("SELECT key, sign FROM vectors WHERE model = ?", (self.name,))}
+        """Return {key: signature} of every chunk vector cached: a few bytes each, read in one go (the
+        vectors an earlier rag.py stored, in a table it still writes as it did, get theirs now, once)."""
+        with self.lock:
+            unsigned = self.db.execute("SELECT key, vector FROM vectors WHERE model = ? AND key NOT IN "
+                                       "(SELECT key FROM signs WHERE model = ?)", (self.name, self.name)).fetchall()
+            if unsigned:
+                with transaction(self.db, self.path):
+                    self.db.executemany("INSERT OR REPLACE INTO signs VALUES (?, ?, ?)",
+                                        [(self.name, key, sign_bytes(array("f", vector))) for key, vector in unsigned])
+            return {key: int.from_bytes(sign, "little") for key, sign in
+                    self.db.execute("SELECT key, sign FROM signs WHERE model = ?", (self.name,))}
 
     def question(self, key):
         """Return the question vector of this key, marked as the one asked last; None when not cached."""
@@ -1902,11 +1938,13 @@ class EmbeddingCache:
         with self.lock, transaction(self.db, self.path):
             if self.dimension not in (None, sizes[0]):
                 warn(f"{self.model} now makes vectors of {sizes[0]} numbers, not {self.dimension}: dropping the cached ones")
-                self.db.execute("DELETE FROM vectors WHERE model = ?", (self.name,))
-                self.db.execute("DELETE FROM questions WHERE model = ?", (self.name,))
+                for table_of_model in ("vectors", "signs", "questions"):
+                    self.db.execute(f"DELETE FROM {table_of_model} WHERE model = ?", (self.name,))
             if table == "chunks":
-                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", [
-                    (self.name, key, vector.tobytes(), sign_bytes(vector)) for key, vector in zip(keys, vectors)])
+                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                    [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
+                self.db.executemany("INSERT OR REPLACE INTO signs VALUES (?, ?, ?)",
+                                    [(self.name, key, sign_bytes(vector)) for key, vector in zip(keys, vectors)])
             else:
                 self.db.executemany("INSERT OR REPLACE INTO questions VALUES (?, ?, ?, (SELECT coalesce(max(asked), 0) + 1 "
                                     "FROM questions))", [(self.name, key, vector.tobytes()) for key, vector in zip(keys, vectors)])
@@ -1918,10 +1956,10 @@ class EmbeddingCache:
         """Return the chunks a second this model was last measured to embed here (None: never), after
         keeping the one just measured, if any: --mode auto tells from it whether embedding is quick."""
         key = "pace\t" + self.name
-        if measured:
-            with self.lock:
+        with self.lock:
+            if measured:
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(measured)))
-        row = first_row(self.db, "SELECT value FROM meta WHERE key = ?", (key,))
+            row = first_row(self.db, "SELECT value FROM meta WHERE key = ?", (key,))
         return float(row[0]) if row else None
 
     def keep_only(self, keys):
@@ -1930,7 +1968,8 @@ class EmbeddingCache:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS kept (key TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM kept")
             self.db.executemany("INSERT OR IGNORE INTO kept VALUES (?)", [(key,) for key in keys])
-            self.db.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM kept)", (self.name,))
+            for table in ("vectors", "signs"):
+                self.db.execute(f"DELETE FROM {table} WHERE model = ? AND key NOT IN (SELECT key FROM kept)", (self.name,))
 
 
 def sign_bytes(vector):
@@ -1957,6 +1996,7 @@ class Embeddings:
     keys: dict                 # chunk number -> the key its vector is cached by (its text's digest)
     cache: EmbeddingCache      # where the vectors are, and question vectors are kept
     config: Config             # which server and model embed
+    index: object = None       # the Index of the chunks (its text, should a vector be gone from the cache)
     vectors: dict = field(default_factory=dict)  # chunk number -> unit vector, read from the cache once asked for
 
 
@@ -1969,10 +2009,11 @@ def use_embeddings(index, config, cache=None):
     cache = cache or EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
     auto = config.mode == "auto"
     try:
-        keys = index.digests()
-        embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf)
-        signs = cache.signs()
-        return Embeddings({number: signs[key] for number, key in keys.items()}, keys, cache, config), \
+        keys, wanted = index.digests(), set(index.digests().values())
+        if len(embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf)) > len(wanted):
+            cache.keep_only(wanted)  # the vectors of chunks gone
+        signs = cache.signs()  # (0: a vector another rag.py dropped just now; vectors_of embeds it again)
+        return Embeddings({number: signs.get(key, 0) for number, key in keys.items()}, keys, cache, config, index), \
             "hybrid" if auto else config.mode
     except RagError as e:
         if config.mode == "embedding":
@@ -2016,7 +2057,7 @@ def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
     """Embed the chunks whose vectors are not in the cache, in batches, each committed to the cache as it
     comes (a first run over many documents can take an hour: one that stops goes on from there next
     time). When that would take over `seconds` at the pace measured, say so (a RagError) rather than
-    start or go on. The cache then forgets the vectors of chunks that are gone. keys: {number: key}."""
+    start or go on. keys: {chunk number: key}; return the keys of every chunk vector cached."""
     cached = cache.keys()
     missing = {}  # key -> chunk number: chunks of the same text (a file copied twice) are embedded once
     for number, key in keys.items():
@@ -2042,13 +2083,12 @@ def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
             show_progress("embedding", done, len(missing), started, "chunks")
         if spent + (len(missing) - done) / pace > seconds:
             raise RagError(not_embedded(len(missing) - done, len(keys), pace, cache.model))
-    cached, wanted = cache.keys(), set(keys.values())
-    if wanted - cached:  # the vector size changed during the run: the vectors before it were dropped
+    cached = cache.keys()
+    if set(keys.values()) - cached:  # the vector size changed during the run: the vectors before it were dropped
         if retried:
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
         return embed_chunks(index, keys, cache, config, seconds, retried=True)
-    if len(cached) > len(wanted):
-        cache.keep_only(wanted)
+    return cached
 
 
 def adopt_earlier_vectors(index, missing, cache):
@@ -2167,8 +2207,10 @@ def vectors_of(embeddings, numbers):
     missing = [number for number in numbers if number not in vectors]
     if missing:
         read = embeddings.cache.chunks(keys[number] for number in missing)
-        if len(read) < len({keys[number] for number in missing}):  # the page re-read changed documents meanwhile
-            raise RagError("the documents changed while this question was searched: ask it again")
+        gone = {number: keys[number] for number in missing if keys[number] not in read}
+        if gone:  # another rag.py (or the page) read changed documents since, and forgot these chunks' vectors
+            embed_chunks(embeddings.index, gone, embeddings.cache, embeddings.config)
+            read.update(embeddings.cache.chunks(gone.values()))
         vectors.update((number, read[keys[number]]) for number in missing)
     return vectors
 
