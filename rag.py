@@ -1374,22 +1374,22 @@ def make_part(files):
 def part_of(read, batch_size=0):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
     (numbered from 0 in the order read) and how often."""
-    chunks, lengths, postings = [], array("I"), {}  # postings: token -> (numbers, counts)
+    chunks, lengths, postings = [], array("I"), {}  # postings: token -> ([numbers], [counts])
     for file, file_chunks in read:
         for chunk in file_chunks:
-            tokens = tokenize(indexed_text(chunk))
+            tokens, number = tokenize(indexed_text(chunk)), len(chunks)
             for token, count in Counter(tokens).items():
                 posting = postings.get(token)
                 if posting is None:
-                    posting = postings[token] = (array("I"), array("H"))
-                posting[0].append(len(chunks))
+                    posting = postings[token] = ([], [])
+                posting[0].append(number)
                 posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
             chunks.append((file.path, chunk))
             lengths.append(len(tokens))
     tokens, numbers, counts, ends = sorted(postings), array("I"), array("H"), array("I")
     for token in tokens:
-        numbers += postings[token][0]
-        counts += postings[token][1]
+        numbers.extend(postings[token][0])
+        counts.extend(postings[token][1])
         ends.append(len(numbers))
     return Part(batch_size, [file for file, _ in read], chunks, lengths, tokens, ends, numbers, counts)
 
