@@ -2005,11 +2005,12 @@ def use_embeddings(index, config, cache=None):
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search.
     In auto mode, the same when embedding the chunks not in the cache would take over AUTO_EMBED_SECONDS:
     then hybrid is for --mode hybrid to choose (it embeds them once, and auto uses them from then on).
-    Only the vectors' signatures are read now, not the vectors (at 137,000 chunks, 13 MB, not 420)."""
+    Only the vectors' signatures are read now, not the vectors (96 bytes a chunk, not 3,072, at 768 numbers)."""
     cache = cache or EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
     auto = config.mode == "auto"
     try:
-        keys, wanted = index.digests(), set(index.digests().values())
+        keys = index.digests()
+        wanted = set(keys.values())
         if len(embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf)) > len(wanted):
             cache.keep_only(wanted)  # the vectors of chunks gone
         signs = cache.signs()  # (0: a vector another rag.py dropped just now; vectors_of embeds it again)
