@@ -1294,9 +1294,13 @@ def start_workers(count, batches):
     or (None, None) where none can be started. They are started afresh ("spawn", on every system: a
     process forked from one with threads may hang) as those batches are handed out, here, with stderr
     going nowhere: what they have to say comes back with their parts, and one stopped by Ctrl-C (which
-    the main process handles) is not heard."""
+    the main process handles) is not heard. (Not from the page's threads: the others' log lines would
+    go nowhere meanwhile.)"""
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None, None
     try:
         stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     except OSError:  # no stderr at all (`2>&-`)

@@ -1085,6 +1085,14 @@ class WorkersTest(TempFolder):
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
         self.assertEqual(parts, list(map(rag.make_part, batches)))
 
+    def test_the_pages_threads_read_in_this_process(self):
+        """Starting workers points stderr elsewhere for a moment: the page's other threads would lose log lines."""
+        started = []
+        thread = threading.Thread(target=lambda: started.append(rag.start_workers(2, [[]])))
+        thread.start()
+        thread.join()
+        self.assertEqual(started, [(None, None)])
+
     def test_a_worker_that_stops_leaves_the_rest_to_this_process(self):
         files = rag.find_files([self.docs])
         doomed = rag.replace(files[30], reader=dies_in_a_worker)
