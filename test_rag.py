@@ -1000,6 +1000,17 @@ class IndexStoreTest(TempFolder):
             with self.assertRaisesRegex(sqlite3.OperationalError, "locked"):
                 rag.make_tables(Racing(["database is locked"] * 5))  # five times: the other process is stuck
 
+    def test_a_part_another_process_indexed_whole_meanwhile_is_left_out(self):
+        index = self.updated(self.path)[0]
+        part = rag.make_part(rag.find_files([self.docs]))  # as another rag.py made it, for the same files
+        with rag.transaction(index.db, self.path):
+            rag.add_part(index, part)
+        self.assertEqual(index.db.execute("SELECT count(*), max(part) FROM chunks").fetchone(), (4, 1))
+        self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")  # one file of it changed
+        with rag.transaction(index.db, self.path):
+            rag.add_part(index, rag.make_part(rag.find_files([self.docs])))  # replaces the part's files
+        self.assertEqual(index.db.execute("SELECT count(*), count(DISTINCT path), max(part) FROM chunks").fetchone(), (4, 3, 2))
+
     def test_two_processes_at_once_index_each_file_once(self):
         for n in range(300):
             self.write(f"docs/many/{n:03d}.md", f"# File {n}\n\nThe text of file number {n}, " + "word " * 50)
