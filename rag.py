@@ -19,6 +19,7 @@ ranked by meaning (--mode auto, the default, when embedding them is quick; --mod
 
 import argparse
 import bisect
+import contextvars
 import gc
 import hashlib
 import heapq
@@ -41,7 +42,7 @@ from array import array
 from collections import Counter, deque
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from html.parser import HTMLParser
 
 try:
@@ -62,11 +63,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
-INDEX_FORMAT = "rag.py index 2"  # an index database of another format, or made by another rag.py, is made anew
+INDEX_FORMAT = "rag.py index 3"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 16 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
                                # parts committed. Each part writes a row per token it holds: at 149 MB, 28
                                # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s (measured)
+INDEX_BATCH_BYTES = 2**20  # a smaller folder is read in one batch; a bigger one in three batches a core or more
 INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
+PROGRESS_AFTER_SECONDS = 2.0  # reading that takes longer shows its progress on a terminal
+PROGRESS_SECONDS = 0.25    # the progress line is rewritten this often at most
 MAX_PARTS = 64             # a run that changes files adds a part to the index: more than this are merged
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
@@ -148,10 +152,11 @@ why how all any both each few more most other some such no nor not only own same
 class RagError(Exception):
     """An expected failure: the message says what happened and what to do; main() prints it."""
 
-    def __init__(self, message, exit_code=1, status=None, detail=""):
+    def __init__(self, message, exit_code=1, status=None, detail="", again=False):
         super().__init__(message)
         self.exit_code = exit_code  # 1 runtime failure, 2 usage or input error
         self.status, self.detail = status, detail  # HTTP status and the server's error text, if any
+        self.again = again  # a file skipped for now (unreadable, over a limit): read it again next run
 
 
 def warn(message):
@@ -166,9 +171,18 @@ def error(message):
 
 def say(line):
     """Write a line to stderr in one piece: print() writes its newline apart, and the page's threads
-    would interleave their lines."""
+    would interleave their lines. While a file is read (see read_file), its lines are kept instead."""
+    kept = KEPT_LINES.get()
+    if kept is not None:
+        kept.append(line)
+        return
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+# What reading a file says is kept with the file (the index says it once, whichever process read it): the
+# list its lines go to while this thread reads one. A context variable: each thread has its own.
+KEPT_LINES = contextvars.ContextVar("kept_lines", default=None)
 
 
 @dataclass(frozen=True)
@@ -230,7 +244,8 @@ class Config:
     context: int = CONTEXT_TOKENS   # most prompt + answer tokens sent; at most the server's window
     window: int = 0                 # the model's context window, when the server says it (0: unknown)
     timeout: float = READ_TIMEOUT
-    cache: str = ""                 # folder of the embedding cache; "" keeps none
+    cache: str = ""                 # folder of the index and the embeddings; "" keeps none
+    max_file_bytes: int = MAX_FILE_BYTES  # larger files are skipped
     send: bool = True               # False: build the request to the model but do not send it
     key: str = field(default="", repr=False)  # the server's API key: sent to it alone, never printed
 
@@ -263,20 +278,26 @@ class Answer:
 # into paragraphs. Bad files are skipped with a warning; the run goes on.
 # ---------------------------------------------------------------------------------------------------
 
-def load_documents(paths):
+def load_documents(paths, most_bytes=MAX_FILE_BYTES):
     """Return the documents under the given files and folders, in a stable order."""
-    documents = []
-    for file in find_files(paths):
-        paragraphs = read_document(file.path, file.reader)
+    documents, files = [], find_files(paths)
+    for file in files:
+        paragraphs, said, _ = read_file(file, most_bytes)
+        for line in said:
+            say(line)
         if paragraphs is not None:
             documents.append(Document(file.source, paragraphs))
     if not any(document.paragraphs for document in documents):
-        raise RagError(no_text_found(paths), 2)
+        raise RagError(no_text_found(paths, len(files)), 2)
     return documents
 
 
-def no_text_found(paths):
-    return "no text found in " + ", ".join(paths) + " (supported: " + " ".join(READERS) + ")"
+def no_text_found(paths, files):
+    """Return why there is nothing to search: no file of a kind rag.py reads, or no text in those found."""
+    where = ", ".join(paths)
+    if files:
+        return f"no text to search in the {files} file{'s' * (files != 1)} found in {where}"
+    return f"no documents in {where}: rag.py reads the files named " + " ".join(f"*{suffix}" for suffix in READERS)
 
 
 def find_files(paths):
@@ -359,27 +380,35 @@ def reader_for(path, named):
     return reader or (read_plain if named else None)
 
 
-def read_document(path, reader):
-    """Return the paragraphs of one file, or None with a warning when it cannot be used."""
+def read_file(file, most_bytes=MAX_FILE_BYTES):
+    """Return (the paragraphs of one file, or None when it cannot be used; the lines that reading it said,
+    for the caller to say; whether to read it again next run though unchanged: it could not be read for
+    now, or was over a limit that may be raised). Unchanged, it would say the same again."""
+    kept = []
+    reading = KEPT_LINES.set(kept)
     try:
-        return reader(read_bytes(path), path)
+        paragraphs, again = file.reader(read_bytes(file.path, most_bytes), file.path), False
     except RagError as e:
-        warn(f"skipped {path}: {e}")
-        return None
+        warn(f"skipped {file.path}: {e}")
+        paragraphs, again = None, e.again
+    finally:
+        KEPT_LINES.reset(reading)
+    return paragraphs, kept, again
 
 
-def read_bytes(path):
-    """Return the bytes of a file; a RagError says why they cannot be had."""
+def read_bytes(path, most_bytes=MAX_FILE_BYTES):
+    """Return the bytes of a file of at most most_bytes; a RagError says why they cannot be had."""
     try:
         with open(path, "rb") as f:
             # read(n) sets aside n bytes before reading, which costs more than reading a small file:
             # read a regular file of known size whole, and anything else (a pipe) up to the limit.
             size = os.fstat(f.fileno()).st_size
-            data = f.read() if 0 < size <= MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
+            data = f.read() if 0 < size <= most_bytes else b"" if size else f.read(most_bytes + 1)
     except OSError as e:
-        raise RagError("a broken link" if os.path.islink(path) else (e.strerror or str(e))) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise RagError(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
+        raise RagError("a broken link" if os.path.islink(path) else (e.strerror or str(e)), again=True) from None
+    if max(size, len(data)) > most_bytes:
+        raise RagError(f"larger than {most_bytes / 2**20:g} MiB ({max(size, len(data)):,} bytes; --max-file-mb raises "
+                       "the limit)", again=True)
     return data
 
 
@@ -965,7 +994,7 @@ def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
 
 
 INDEX_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER, note TEXT);
 CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
     first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER,
     digest TEXT);
@@ -1207,10 +1236,11 @@ def open_index(path, again=True):
     return open_index(path, again=False)
 
 
-def update_index(index, files):
+def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
     """Bring the index up to date with the files: read, split and index the new and changed ones (those
     whose identity is not the one the index saw), and drop the chunks of changed and removed ones. Each
-    part (a batch of files) is committed as it is done, so a run that is stopped keeps them."""
+    part (a batch of files) is committed as it is done, so a run that is stopped keeps them. progress, if
+    given, is told how far the reading has come (a Reading). Return how many files were read."""
     known = dict(index.db.execute("SELECT path, identity FROM files"))
     wanted = {file.path for file in files}
     todo = [file for file in files if known.get(file.path) != file.identity]
@@ -1221,7 +1251,7 @@ def update_index(index, files):
             drop_files(index, gone)
     gc.disable()  # a batch makes many small objects, none in a cycle: the cycle collector would only walk them
     try:
-        index_files(index, todo)
+        index_files(index, todo, most_bytes, progress)
     finally:
         gc.enable()
     if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
@@ -1231,20 +1261,41 @@ def update_index(index, files):
     return len(todo)
 
 
-def index_files(index, todo):
-    """Read, split and index the files, a batch of about INDEX_PART_BYTES at a time, each committed as a
-    part as soon as it is made: a run that is stopped keeps the parts committed."""
-    batches, started, done = file_batches(todo), time.monotonic(), 0
-    with parts_made(batches) as parts:
+@dataclass(frozen=True)
+class Reading:
+    """How far the reading of a run's new and changed files has come, as progress is told of it."""
+    files: int        # read so far
+    pages: int        # of the documents of pages (PDFs, decks, workbooks, books) read so far
+    size: int         # bytes read so far
+    total_files: int
+    total_size: int
+    seconds: float    # since the reading started
+    done: bool = False
+
+
+def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
+    """Read, split and index the files, batch by batch, each committed as a part as soon as it is made: a
+    run that is stopped keeps the parts committed. What reading a file said is said as its part is added
+    (the same lines whichever process read it), and kept with the file when it would say it again."""
+    batches, started, pages = file_batches(todo), time.monotonic(), [0]
+    totals = (len(todo), sum(map(file_size, todo)))
+
+    def tell(tally, done=False):  # tally: [files, pages, bytes] read so far
+        pages[0] = int(tally[1])
+        if progress:
+            progress(Reading(int(tally[0]), pages[0], int(tally[2]), *totals, time.monotonic() - started, done))
+
+    with parts_made(batches, most_bytes, tell) as parts:
         for part in parts:
-            if part.said:  # (the workers' warnings)
-                sys.stderr.write(part.said)
-            if part.files:  # (a batch none of whose files could be read makes no part)
+            if part.notes and progress:
+                progress(None)  # the progress line makes way
+            for _, lines in part.notes:
+                for line in lines:
+                    say(line)
+            if part.files:  # (a batch none of whose files will stay as they are makes no part)
                 with transaction(index.db, index.path):
                     add_part(index, part)
-            done += part.batch_size
-            if len(batches) > 1:  # more than one part: more than a few seconds
-                show_progress("indexing", done, len(todo), started, "files")
+    tell([totals[0], pages[0], totals[1]], done=True)
 
 
 def show_progress(action, done, total, started, unit):
@@ -1257,94 +1308,124 @@ def show_progress(action, done, total, started, unit):
           file=sys.stderr, flush=True)
 
 
+def file_size(file):
+    """Return the size of a file as its identity gives it ("size mtime inode"), 0 if unknown."""
+    return int(file.identity.split()[0]) if file.identity else 0
+
+
 def file_batches(files):
-    """Return the files in batches of about INDEX_PART_BYTES, in order (a larger file is a batch alone)."""
+    """Return the files in batches, in order: of about INDEX_PART_BYTES, or smaller where the files are
+    fewer, so that every core gets a few (at least INDEX_BATCH_BYTES each; a larger file is a batch alone)."""
+    cores = min(os.cpu_count() or 1, INDEX_WORKERS)
+    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (3 * cores)))
     batches, size = [[]], 0
     for file in files:
-        file_size = int(file.identity.split()[0]) if file.identity else 0  # "size mtime inode"
-        if batches[-1] and size + file_size > INDEX_PART_BYTES:
+        if batches[-1] and size + file_size(file) > most:
             batches.append([])
             size = 0
         batches[-1].append(file)
-        size += file_size
+        size += file_size(file)
     return batches if files else []
 
 
 @contextmanager
-def parts_made(batches):
+def parts_made(batches, most_bytes=MAX_FILE_BYTES, tell=None):
     """Give the Parts of the batches, in order: made by worker processes (one per core, up to
     INDEX_WORKERS) when there are batches for more than one, so a big folder is read with every core;
     else made here. Each worker is handed one batch ahead, no more: parts waiting to be written (while
-    another rag.py writes, say) take memory. Leaving the with-block stops handing out batches."""
+    another rag.py writes, say) take memory. Leaving the with-block stops handing out batches. tell, if
+    given, is told of the files read so far: [files, pages, bytes], at least every PROGRESS_SECONDS."""
     workers = min(os.cpu_count() or 1, INDEX_WORKERS, len(batches))
-    pool, ahead = start_workers(workers, batches[:workers]) if workers > 1 else (None, None)
+    pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
+    tell = tell or (lambda tally: None)
     if pool is None:
-        yield map(make_part, batches)
+        yield (make_part(batch, most_bytes, partial(add_to_tally, [0, 0, 0], tell)) for batch in batches)
         return
     try:
-        yield parts_from(pool, batches, ahead)
+        yield parts_from(pool, batches, ahead, most_bytes, tally, tell)
     finally:
         for future in ahead:
             future.cancel()
         pool.shutdown()
 
 
-def start_workers(count, batches):
-    """Return a pool of worker processes and the first batches handed to them (futures of their parts),
-    or (None, None) where none can be started. They are started afresh ("spawn", on every system: a
-    process forked from one with threads may hang) as those batches are handed out, here, with stderr
-    going nowhere: what they have to say comes back with their parts, and one stopped by Ctrl-C (which
-    the main process handles) is not heard. (Not from the page's threads: the others' log lines would
-    go nowhere meanwhile.)"""
+def add_to_tally(tally, tell, pages, size):
+    """Count one more file read, of so many pages and bytes, in tally ([files, pages, bytes]); tell it."""
+    tally[0], tally[1], tally[2] = tally[0] + 1, tally[1] + pages, tally[2] + size
+    tell(tally)
+
+
+def start_workers(count, batches, most_bytes=MAX_FILE_BYTES):
+    """Return a pool of worker processes, the first batches handed to them (futures of their parts) and
+    the tally they keep of the files they read, or (None, None, None) where none can be started. They are
+    started afresh ("spawn", on every system: a process forked from one with threads may hang) as those
+    batches are handed out, here, with stderr going nowhere: what they have to say comes back with their
+    parts, and one stopped by Ctrl-C (which the main process handles) is not heard. (Not from the page's
+    threads: the others' log lines would go nowhere meanwhile.)"""
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
     import threading
     if threading.current_thread() is not threading.main_thread():
-        return None, None
+        return None, None, None
     try:
         stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     except OSError:  # no stderr at all (`2>&-`)
-        return None, None
+        return None, None, None
     os.dup2(nowhere, 2)  # the new processes' stderr
     pool = None
     try:
-        pool = ProcessPoolExecutor(count, multiprocessing.get_context("spawn"), gc.disable)  # (see update_index)
-        return pool, deque(pool.submit(make_part_in_worker, batch) for batch in batches)
+        spawn = multiprocessing.get_context("spawn")
+        tally = spawn.Array("d", 3)  # shared memory: [files, pages, bytes] the workers have read
+        pool = ProcessPoolExecutor(count, spawn, worker_started, (tally,))
+        return pool, deque(pool.submit(make_part_in_worker, batch, most_bytes) for batch in batches), tally
     except Exception:  # whatever keeps them from starting (a sandbox without semaphores; PyPy 3.9 cannot
         if pool:       # spawn them): the work is done here
             pool.shutdown(wait=False)
-        return None, None
+        return None, None, None
     finally:
         os.dup2(stderr, 2)
         os.close(stderr), os.close(nowhere)
 
 
-def parts_from(pool, batches, ahead):
+def parts_from(pool, batches, ahead, most_bytes, tally, tell):
     """Yield the parts of the batches, in order, from the pool (ahead: the futures of the first ones,
-    handed out already), handing it the next batch as each part is taken. Should a worker stop (killed,
-    out of memory), the batches not done yet are done here."""
+    handed out already), handing it the next batch as each part is taken, and telling the workers' tally
+    while waiting. Should a worker stop (killed, out of memory), the batches not done yet are done here."""
+    from concurrent.futures import wait
     from concurrent.futures.process import BrokenProcessPool
     done = 0
     try:
-        for batch in batches[len(ahead):]:
-            ahead.append(pool.submit(make_part_in_worker, batch))
-            yield ahead.popleft().result()
-            done += 1
-        while ahead:
+        for batch in batches[len(ahead):] + [None] * len(ahead):
+            if batch is not None:
+                ahead.append(pool.submit(make_part_in_worker, batch, most_bytes))
+            while not wait([ahead[0]], PROGRESS_SECONDS).done:
+                tell(tally)
             yield ahead.popleft().result()
             done += 1
     except BrokenProcessPool:
         warn("a process reading the files stopped; reading the rest in this one")
-        yield from map(make_part, batches[done:])
+        yield from (make_part(batch, most_bytes, partial(add_to_tally, tally, tell)) for batch in batches[done:])
 
 
-def make_part_in_worker(files):
-    """Return make_part(files) with the warnings it wrote on stderr, for the main process to write."""
-    import io
-    said = io.StringIO()
-    with redirect_stderr(said):
-        part = make_part(files)
-    return replace(part, said=said.getvalue())
+# In a worker process, the tally it shares with the main one (set as it starts; None elsewhere).
+WORKER_TALLY = None
+
+
+def worker_started(tally):
+    """Set up a worker process as it starts: keep the shared tally, and no cycle collector (see update_index)."""
+    global WORKER_TALLY
+    WORKER_TALLY = tally
+    gc.disable()
+
+
+def make_part_in_worker(files, most_bytes):
+    """Return make_part(files), adding each file read to the tally shared with the main process."""
+    return make_part(files, most_bytes, count_in_worker)
+
+
+def count_in_worker(pages, size):
+    with WORKER_TALLY.get_lock():  # (the other workers add to it too)
+        WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
 
 
 @dataclass(frozen=True)
@@ -1353,31 +1434,38 @@ class Part:
     from 0, their lengths, and its postings in token order, packed in three arrays: the chunk numbers
     and the counts of every token, one token after the other, and where each token's end. (A process
     hands over a few arrays far faster than a dict of a hundred thousand pairs.)"""
-    batch_size: int   # files in the batch, read or not
-    files: list       # the files that could be read
+    batch_size: int   # files in the batch
+    files: list       # those to keep as they are until they change: read, or of no use as they are
+    notes: list       # (path, lines) of each file that said something when read, in order
     chunks: list      # (the file's path, Chunk)
     lengths: array    # tokens in each chunk
     tokens: list      # sorted
     ends: array       # token i's postings are numbers[ends[i - 1]:ends[i]] (from 0 for the first)
     numbers: array
     counts: array
-    said: str = ""    # the warnings of a worker process, for the main one to write
 
 
-def make_part(files):
-    """Read, split and tokenize a batch of files into a Part. It touches nothing but the files, so it can
-    run in a worker process; a file that cannot be read is said and left out (and read again next time)."""
-    read = []
+def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
+    """Read, split and tokenize a batch of files into a Part, telling count(pages, bytes) of each file read.
+    It touches nothing but the files, so it can run in a worker process. A file that cannot be read for
+    now (a permission, a limit) is left out, to be read again next run."""
+    read, kept, notes = [], [], []
     for file in files:
-        paragraphs = read_document(file.path, file.reader)
+        paragraphs, said, again = read_file(file, most_bytes)
+        if said:
+            notes.append((file.path, said))
+        if not again:
+            kept.append(file)
         if paragraphs is not None:
             read.append((file, split_document(Document(file.source, paragraphs))))
-    return part_of(read, len(files))
+        if count:
+            count(max([paragraph.page for paragraph in paragraphs or ()] or [0]), file_size(file))
+    return part_of(read, kept, notes, len(files))
 
 
-def part_of(read, batch_size=0):
+def part_of(read, kept=None, notes=(), batch_size=0):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
-    (numbered from 0 in the order read) and how often."""
+    (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read)."""
     chunks, lengths, postings = [], array("I"), {}  # postings: token -> ([numbers], [counts])
     for file, file_chunks in read:
         for chunk in file_chunks:
@@ -1395,22 +1483,27 @@ def part_of(read, batch_size=0):
         numbers.extend(postings[token][0])
         counts.extend(postings[token][1])
         ends.append(len(numbers))
-    return Part(batch_size, [file for file, _ in read], chunks, lengths, tokens, ends, numbers, counts)
+    kept = [file for file, _ in read] if kept is None else kept
+    return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts)
 
 
 def add_part(index, part):
-    """Add a Part to the index, its chunks numbered after the last ones: the files, the chunks, their
-    lengths and the postings. Another rag.py may have indexed the files meanwhile: then the part is left
-    out when it has them all as they are, and replaces what it has otherwise (never doubles it)."""
+    """Add a Part to the index, its chunks numbered after the last ones: the files (with what reading each
+    said), the chunks, their lengths and the postings. Another rag.py may have indexed the files meanwhile:
+    then the part is left out when it has them all as they are, and replaces what it has otherwise."""
     db = index.db
     known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f in part.files]))
     if all(known.get(file.path) == file.identity for file in part.files):
         return
     drop_files(index, list(known))
-    part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1
+    part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1 if part.chunks else None
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
-    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", [(f.path, f.identity, part_id) for f in part.files])
+    notes = {path: "\n".join(lines) for path, lines in part.notes}
+    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                   [(f.path, f.identity, part_id, notes.get(f.path, "")) for f in part.files])
+    if not part.chunks:  # files with no text (a scan, say): kept, so they are not read and said at every run
+        return
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    [(base + number, path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
                      *(chunk.pages or (0, 0)), chunk.text, part_id, text_key(chunk.text))
@@ -2675,6 +2768,45 @@ def chunk_json(chunk):
                        "lines": [chunk.first_line, chunk.last_line], **pages, "text": chunk.text})[1:-1]
 
 
+def reading_line(reading):
+    """Return how far a Reading has come, in words, and what is left.
+
+    Example: "indexing: 120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
+    """
+    rate = reading.size / max(reading.seconds, 1e-6)
+    left = f", about {(reading.total_size - reading.size) / rate:,.0f} s left" if reading.size else ""
+    pages = f", {reading.pages:,} pages" if reading.pages else ""
+    return (f"indexing: {reading.files:,} of {reading.total_files:,} files{pages}, {reading.size / 1e6:,.1f} of "
+            f"{reading.total_size / 1e6:,.1f} MB, {rate / 1e6:,.1f} MB/s{left}")
+
+
+def terminal_progress(stream):
+    """Return progress(reading) for build_index: once reading has taken PROGRESS_AFTER_SECONDS, it is shown
+    on one line of the terminal that rewrites itself, then said in one line when done; progress(None)
+    makes way for another line. None (show nothing) when stream is no terminal: piped, or a file."""
+    if not stream.isatty():
+        return None
+    import shutil  # here, not at the top: only a terminal needs it
+    shown = {"width": 0, "at": 0.0}  # what the line holds now, and when it was written
+
+    def progress(reading):
+        if shown["width"] and (reading is None or reading.done or time.monotonic() - shown["at"] >= PROGRESS_SECONDS):
+            stream.write("\r" + " " * shown["width"] + "\r")  # erased: \r alone would leave a longer line's end
+            shown["width"] = 0
+        if reading is None or reading.seconds < PROGRESS_AFTER_SECONDS:
+            return
+        if reading.done:
+            pages = f"{reading.pages:,} pages, " if reading.pages else ""
+            stream.write(f"rag.py: indexed {reading.total_files:,} files ({pages}{reading.total_size / 1e6:,.1f} MB) "
+                         f"in {reading.seconds:,.1f} s\n")
+        elif not shown["width"]:
+            line = reading_line(reading)[:shutil.get_terminal_size().columns - 1]  # a line that wraps is not rewritten
+            stream.write(line)
+            shown.update(width=len(line), at=time.monotonic())
+        stream.flush()
+    return progress
+
+
 # ---------------------------------------------------------------------------------------------------
 # Explain and evaluate: --explain shows every stage for one question; --eval measures retrieval (and
 # with --answer the model) on a file of questions with their expected sources.
@@ -2911,13 +3043,13 @@ def main(argv=None):
     try:
         config = config_from(args)
         if args.show_text:
-            return print_documents(load_documents(config.docs)) or 0
+            return print_documents(load_documents(config.docs, config.max_file_bytes)) or 0
         cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
         config = connect(config) if config.server else config
         for name, (_, run) in COMMANDS.items():
             if getattr(args, name, None):
                 return run(args, config)
-        index = build_index(config)
+        index = build_index(config, None if args.json else terminal_progress(sys.stderr))
         embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
         config = replace(config, mode=mode)
         if not cases:
@@ -2952,7 +3084,8 @@ def config_from(args):
         server, api, key = server_from(args.host, args.api)
     return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, api=api, server=server,
                   model=args.model or "", embed_model=args.embed_model or "", context=args.context,
-                  timeout=args.timeout, cache="" if args.no_cache else args.cache, send=not args.show_prompt, key=key)
+                  timeout=args.timeout, cache="" if args.no_cache else args.cache, send=not args.show_prompt, key=key,
+                  max_file_bytes=int(args.max_file_mb * 2**20))
 
 
 def server_from(host, api):
@@ -3018,6 +3151,8 @@ def add_search_options(parser):
                         help="where the index and the embeddings are kept between runs (default: %(default)s)")
     parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
                                                                 "for this run only")
+    parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
+                        help="larger files are skipped, with a warning (default: %(default)s)")
 
 
 def add_server_options(parser):
@@ -3067,15 +3202,19 @@ def positive_seconds(text):
     return seconds
 
 
-def build_index(config):
-    """Return the index of the documents, brought up to date: in the cache folder, or in memory."""
+def build_index(config, progress=None):
+    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
+    if given, is told how far the reading of new and changed files has come (see update_index)."""
     files = find_files(config.docs)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
-    update_index(index, files)
+    read = update_index(index, files, config.max_file_bytes, progress)
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
     if not index.size:
-        raise RagError(no_text_found(config.docs), 2)
+        if not read:  # the files were read by an earlier run: what they said then is why
+            for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
+                say(note)
+        raise RagError(no_text_found(config.docs, len(files)), 2)
     return index
 
 
@@ -4699,7 +4838,12 @@ def page_list(pdf):
     return pages
 
 
-READERS[".pdf"] = lambda data, path: page_paragraphs(pdf_pages(data, path))
+def read_pdf(data, path):
+    """Return the paragraphs of a PDF, each with its page."""
+    return page_paragraphs(pdf_pages(data, path))
+
+
+READERS[".pdf"] = read_pdf
 
 
 
@@ -5298,10 +5442,20 @@ def one_text(texts):
     return [replace(paragraph, page=0) for paragraph in page_paragraphs(["\n\n".join(texts)])]
 
 
-# A Word or OpenDocument text is one text; the others are pages.
-READERS.update({".docx": lambda data, path: one_text(read_docx(data, path)),
-                ".odt": lambda data, path: one_text(read_odf(data, path)),
-                **{suffix: lambda data, path, read=read: page_paragraphs(read(data, path)) for suffix, read in
+def read_one_text(read, data, path):
+    """Return the paragraphs of a Word or OpenDocument text, as read(data, path) gives its texts."""
+    return one_text(read(data, path))
+
+
+def read_pages(read, data, path):
+    """Return the paragraphs of a deck, a workbook or a book, as read(data, path) gives its pages."""
+    return page_paragraphs(read(data, path))
+
+
+# A Word or OpenDocument text is one text; the others are pages. (A reader is handed to the worker
+# processes by its name, as pickle sends a function: a lambda has none, a partial of named functions has.)
+READERS.update({".docx": partial(read_one_text, read_docx), ".odt": partial(read_one_text, read_odf),
+                **{suffix: partial(read_pages, read) for suffix, read in
                    ((".pptx", read_pptx), (".odp", read_odf), (".xlsx", read_xlsx), (".ods", read_odf),
                     (".epub", read_epub_text))}})
 PAGE_NAMES.update({".pptx": "slide", ".odp": "slide", ".xlsx": "sheet", ".ods": "sheet", ".epub": "chapter"})

@@ -5,6 +5,7 @@ Run: python3 -m unittest -v test_rag
 
 import base64
 import contextlib
+import functools
 import hashlib
 import http.client
 import http.server
@@ -14,6 +15,7 @@ import json
 import operator
 import math
 import os
+import pickle
 import random
 import re
 import shlex
@@ -447,24 +449,34 @@ class LoadTest(TempFolder):
         with self.assertRaises(rag.RagError) as missing:
             rag.load_documents([os.path.join(self.folder, "nope")])
         self.assertEqual(missing.exception.exit_code, 2)
+        self.write("notes.log", "not a kind rag.py reads in a folder")
+        with self.assertRaises(rag.RagError) as nothing:
+            rag.load_documents([self.folder])
+        self.assertEqual((nothing.exception.exit_code, str(nothing.exception).split(":")[0]), (2, f"no documents in {self.folder}"))
+        self.assertIn("*.txt *.md", str(nothing.exception))  # what it would read
         self.write("empty.txt", "")
         self.write("blank.md", "\n\n   \n")
         with self.assertRaises(rag.RagError) as empty:
             rag.load_documents([self.folder])
-        self.assertEqual(empty.exception.exit_code, 2)
-        self.assertIn("no text found", str(empty.exception))
+        self.assertEqual((empty.exception.exit_code, str(empty.exception)), (2, f"no text to search in the 2 files found in {self.folder}"))
 
     def test_a_named_file_of_any_type_is_read_as_text(self):
         path = self.write("notes.log", "server restarted at noon")
         self.assertEqual(rag.load_documents([path])[0].source, "notes.log")
 
-    def test_a_file_over_max_file_bytes_is_skipped_with_a_warning(self):
-        self.write("fits.txt", b"x" * 2 ** 20)          # exactly the limit: kept
-        self.write("large.txt", b"y" * (2 ** 20 + 1))   # one byte more: skipped
-        with mock.patch.object(rag, "MAX_FILE_BYTES", 2 ** 20):
-            documents, warned = load_with_warnings(self.folder)
+    def test_a_file_over_max_file_bytes_is_skipped_with_a_warning_that_says_how_to_raise_the_limit(self):
+        self.write("fits.txt", b"alpha " * (2 ** 20 // 6) + b"x" * (2 ** 20 % 6))  # exactly the limit: kept
+        self.write("large.txt", b"bravo " * (2 ** 20 // 6) + b"y" * (2 ** 20 % 6 + 1))  # one byte more: skipped
+        out = io.StringIO()
+        with contextlib.redirect_stderr(out):
+            documents = rag.load_documents([self.folder], 2 ** 20)
         self.assertEqual([d.source for d in documents], ["fits.txt"])
-        self.assertRegex(warned, r"^rag.py: warning: skipped \S+large\.txt: larger than 1 MiB\n$")
+        self.assertRegex(out.getvalue(), r"^rag.py: warning: skipped \S+large\.txt: larger than 1 MiB \(1,048,577 bytes; "
+                                         r"--max-file-mb raises the limit\)\n$")
+        code, found, err = run_main(["--docs", self.folder, "--max-file-mb", "1", "--search", "--json", "bravo"])
+        self.assertEqual((code, json.loads(found)["hits"], err.count("larger than 1 MiB")), (0, [], 1))
+        code, found, err = run_main(["--docs", self.folder, "--max-file-mb", "2", "--search", "--json", "bravo"])
+        self.assertEqual((code, {hit["source"] for hit in json.loads(found)["hits"]}, err), (0, {"large.txt"}, ""))
 
 
 # ----------------------------------------------------------------------------------------- Split
@@ -827,9 +839,9 @@ class IndexStoreTest(TempFolder):
         for change, expected in zip(changes, [0, 1, 1, 0, 1]):
             change()
             with self.subTest(expected=expected):
-                with mock.patch.object(rag, "read_document", wraps=rag.read_document) as read_document:
+                with mock.patch.object(rag, "read_file", wraps=rag.read_file) as read_file:
                     index, read = self.updated(self.path)
-                self.assertEqual((read, read_document.call_count), (expected, expected))
+                self.assertEqual((read, read_file.call_count), (expected, expected))
                 self.assertEqual(self.ranking(index), self.ranking(self.updated()[0]))  # what a fresh index gives
         self.assertEqual(index.sources(), ["leave.md", "moved.md", "travel.md"])
 
@@ -855,14 +867,14 @@ class IndexStoreTest(TempFolder):
                         self.assertEqual(self.ranking(index, question), self.ranking(fresh, question))
             self.assertLessEqual(index.db.execute("SELECT count(*) FROM parts").fetchone()[0], 3 + 1)
 
-    def test_a_file_that_becomes_unreadable_is_dropped_and_said_each_time(self):
+    def test_a_file_that_becomes_unreadable_is_dropped_and_said_once(self):
         self.updated(self.path)
         self.write("docs/leave.md", b"\x00\x01 binary now")
-        for _ in range(2):
+        for run in range(3):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                index = self.updated(self.path)[0]
-            self.assertIn("leave.md: binary", err.getvalue())
+                index, read = self.updated(self.path)
+            self.assertEqual((read, err.getvalue().count("leave.md: binary")), (1, 1) if run == 0 else (0, 0))
             self.assertEqual(index.sources(), ["it.md", "travel.md"])
 
     def test_a_run_killed_while_indexing_keeps_what_it_committed(self):
@@ -888,9 +900,9 @@ class IndexStoreTest(TempFolder):
         index = rag.open_index(self.path)
         kept = index.db.execute("SELECT count(*) FROM files").fetchone()[0]  # 17: two parts of about 350 bytes
         self.assertEqual((index.db.execute("SELECT count(*) FROM parts").fetchone()[0], kept), (2, 17))
-        with mock.patch.object(rag, "read_document", wraps=rag.read_document) as read_document:
+        with mock.patch.object(rag, "read_file", wraps=rag.read_file) as read_file:
             rag.update_index(index, rag.find_files([self.docs]))
-        self.assertEqual(read_document.call_count, 43 - kept)  # the next run goes on from there
+        self.assertEqual(read_file.call_count, 43 - kept)  # the next run goes on from there
         self.assertEqual(self.ranking(index, "text of file number 7"), self.ranking(self.updated()[0], "text of file number 7"))
 
     def test_a_damaged_or_foreign_database_is_said_in_one_line_and_made_anew(self):
@@ -938,16 +950,22 @@ class IndexStoreTest(TempFolder):
                 self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM chunks")[0], chunks)  # rolled back
         self.assertEqual(run_main(["--docs", self.docs, "--cache", self.folder, "--search", "bravo"])[0], 0)
 
-    def test_a_file_that_cannot_be_read_is_tried_again_without_adding_a_part(self):
+    def test_what_reading_a_file_said_is_said_once_and_a_file_over_a_limit_is_tried_again_at_every_run(self):
         self.write("docs/bad.txt", b"\x00\x01binary")
+        self.write("docs/old.txt", "Caf\xe9 au lait".encode("cp1252"))  # read, with a warning
+        self.write("docs/big.txt", "A long text. " * 100)  # over the limit of this test
         for run in range(3):
             with contextlib.redirect_stderr(io.StringIO()) as err:
-                index, read = self.updated(self.path)
-            self.assertEqual(read, 4 if run == 0 else 1)  # the unreadable one again, and said again
-            self.assertIn("bad.txt", err.getvalue())
+                index = rag.open_index(self.path)
+                read = rag.update_index(index, rag.find_files([self.docs]), most_bytes=1000)
+            said = err.getvalue()
+            self.assertEqual((read, said.count("bad.txt: binary"), said.count("old.txt is not UTF-8"), said.count("big.txt: larger")),
+                             (6, 1, 1, 1) if run == 0 else (1, 0, 0, 1))  # only the one over the limit is read again
+            self.assertEqual(index.sources(), ["it.md", "leave.md", "old.txt", "travel.md"])
             index.db.close()
         index = rag.open_index(self.path)
-        self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM parts")[0], 1)
+        self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM parts")[0], 1)  # nothing added after the first run
+        index.db.close()
 
     def test_a_python_without_sqlite3_is_told_in_one_line(self):
         with mock.patch.object(rag, "sqlite3", None):
@@ -1053,17 +1071,25 @@ def dies_in_a_worker(data, path):
     return rag.READERS[".md"](data, path)
 
 
+@functools.lru_cache(maxsize=None)
+def workers_start():
+    """True where rag.py can start worker processes (PyPy 3.9 cannot), once they were seen to work."""
+    pool, ahead, _ = rag.start_workers(2, [[]])
+    if pool is None:
+        return False
+    part = ahead[0].result(timeout=60)
+    pool.shutdown()
+    assert part == rag.make_part([]), part
+    return True
+
+
 class WorkersTest(TempFolder):
     """A big folder is read by worker processes, one per core: the index is the one a single process makes."""
 
     @classmethod
     def setUpClass(cls):
-        pool, ahead = rag.start_workers(2, [[]])
-        if pool is None:
+        if not workers_start():
             raise unittest.SkipTest(f"no worker processes on this Python ({sys.version.split()[0]})")
-        part = ahead[0].result(timeout=60)
-        pool.shutdown()
-        assert part == rag.make_part([]), part
 
     def setUp(self):
         super().setUp()
@@ -1077,10 +1103,10 @@ class WorkersTest(TempFolder):
         """Patch start_workers to say how many pools it started; return that list."""
         pools, real = [], rag.start_workers
 
-        def start_workers(count, batches):
-            pool, ahead = real(count, batches)
+        def start_workers(count, batches, most_bytes):
+            pool, ahead, tally = real(count, batches, most_bytes)
             pools.append(pool)
-            return pool, ahead
+            return pool, ahead, tally
         patch = mock.patch.object(rag, "start_workers", start_workers)
         patch.start()
         self.addCleanup(patch.stop)
@@ -1102,7 +1128,7 @@ class WorkersTest(TempFolder):
         thread = threading.Thread(target=lambda: started.append(rag.start_workers(2, [[]])))
         thread.start()
         thread.join()
-        self.assertEqual(started, [(None, None)])
+        self.assertEqual(started, [(None, None, None)])
 
     def test_a_worker_that_stops_leaves_the_rest_to_this_process(self):
         files = rag.find_files([self.docs])
@@ -1124,11 +1150,11 @@ class WorkersTest(TempFolder):
             import rag
             rag.INDEX_PART_BYTES, rag.INDEX_WORKERS, rag.os.cpu_count = 2000, {workers}, lambda: 4
             real_start = rag.start_workers
-            def start_workers(count, batches):
-                pool, ahead = real_start(count, batches)
+            def start_workers(count, batches, most_bytes):
+                pool, ahead, tally = real_start(count, batches, most_bytes)
                 with open(os.path.join({cache!r} + "-pools"), "a") as f:
                     f.write("pool " if pool else "none ")
-                return pool, ahead
+                return pool, ahead, tally
             rag.start_workers = start_workers
             {then}
             if __name__ == "__main__":
@@ -4176,6 +4202,91 @@ class MixedFolderTest(TempFolder):
         code, out, err = run_main(["--host", fake.url, "--docs", os.path.join(self.folder, "docs", "rules.pdf"), "per diem Japan"])
         self.assertEqual((code, out.split("Sources:")[1]), (0, "\n  [1] rules.pdf p. 1-2\n"))
         self.assertIn("file: rules.pdf, p. 1-2\nExpenses are paid monthly.\n\nThe per diem in Japan is EUR 70.", self.chat_user_message(fake))
+
+
+    def test_every_reader_goes_to_a_worker_process_by_name(self):
+        """Files go to the worker processes with their readers: pickle sends a function by its name."""
+        for suffix, reader in rag.READERS.items():
+            with self.subTest(suffix=suffix):
+                sent = pickle.loads(pickle.dumps(reader))
+                self.assertEqual(getattr(sent, "func", sent), getattr(reader, "func", reader))
+
+    def write_every_format(self, folder, fact):
+        """Write a file of every kind the readers take, each with a sentence of its own about fact, and the
+        files that say something when read: a scan, a PDF with a page scanned and a font without a
+        Unicode map, binary text, a broken Word file, text in Windows-1252. Return the suffixes written."""
+        def say(kind):
+            return f"The {kind} says {fact} is due in {len(kind)} days."
+        image = stream(b"/Type/XObject/Subtype/Image/Width 1/Height 1/ColorSpace/DeviceGray/BitsPerComponent 8", b"\x80")
+        secret = (b"<</Type/Font/Subtype/Type0/BaseFont/Secret/Encoding/Identity-H/DescendantFonts[<</Type/Font"
+                  b"/Subtype/CIDFontType2/BaseFont/Secret/CIDSystemInfo<</Registry(Adobe)/Ordering(Identity)/Supplement 0>>>>]>>")
+        pdf_text = b"BT /F1 10 Tf 72 700 Td (%s) Tj ET" % say("pdf").encode()
+        partly = [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R 7 0 R]/Count 2>>",
+                  b"<</Type/Page/Resources<</Font<</F1 4 0 R/F2 8 0 R>>>>/Contents 5 0 R>>", COURIER,
+                  stream(b"", pdf_text.replace(b"pdf says", b"partly scanned pdf says") + b" BT /F2 10 Tf 72 600 Td <00410042> Tj ET"),
+                  image, b"<</Type/Page/Resources<</XObject<</I 6 0 R>>>>/Contents 9 0 R>>", secret, stream(b"", b"/I Do")]
+        row = '<c r="{0}" t="inlineStr"><is><t>{1}</t></is></c>'
+        files = {
+            "a.txt": say("text file"), "b.md": f"# Notes\n\n{say('markdown')}", "c.markdown": say("markdown too"),
+            "d.rst": f"Title\n=====\n\n{say('restructured text')}", "e.html": f"<h1>Page</h1><p>{say('web page')}</p>",
+            "f.htm": f"<p>{say('old web page')}</p>", "g.pdf": write_pdf(one_page(pdf_text)),
+            "h.docx": docx(p(say("word file"))), "i.odt": odf("text", f"<text:p>{say('writer file')}</text:p>"),
+            "j.pptx": zipped({"ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" '
+                                                      'r:id="rId1"/></p:sldIdLst></p:presentation>',
+                              "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml")),
+                              "ppt/slides/slide1.xml": slide("sld", shape([[say("slide deck")]], "body"))}),
+            "k.odp": odf("presentation", '<draw:page draw:name="p1"><draw:frame><draw:text-box><text:p>'
+                                         f'{say("impress deck")}</text:p></draw:text-box></draw:frame></draw:page>'),
+            "l.xlsx": xlsx([("Sheet", "worksheet", "worksheets/sheet1.xml", '<row r="1">' + row.format("A1", say("workbook")) + "</row>")]),
+            "m.ods": odf("spreadsheet", '<table:table table:name="S"><table:table-row><table:table-cell><text:p>'
+                                        f'{say("calc sheet")}</text:p></table:table-cell></table:table-row></table:table>'),
+            "n.epub": epub(extra={"OEBPS/Text/one.xhtml": f"<html><body><h1>One</h1><p>{say('e-book')}</p></body></html>"}),
+            "scan.pdf": write_pdf(one_page(b"q 612 0 0 792 0 0 cm /Im1 Do Q", extra=[image], info=b"/XObject<</Im1 6 0 R>>")),
+            "partly.pdf": write_pdf(partly), "binary.txt": b"\x00\x01 not text", "broken.docx": b"PK\x03\x04 cut short",
+            "old.txt": say("Windows text from M\xfcnchen").encode("cp1252")}
+        for name, content in files.items():
+            self.write(os.path.join(folder, name), content)
+        return {os.path.splitext(name)[1] for name in files}
+
+    def index_with(self, docs, workers):
+        """Return (the index's files and chunks, the hits of a question, what indexing said) after reading docs
+        with that many worker processes; with 0, worker processes cannot be started at all."""
+        index = rag.Index()
+        self.addCleanup(index.db.close)
+        cannot = mock.patch("concurrent.futures.ProcessPoolExecutor", side_effect=OSError("no semaphores here"))
+        with mock.patch.object(rag, "INDEX_PART_BYTES", 1500), mock.patch.object(rag.os, "cpu_count", return_value=4), \
+                mock.patch.object(rag, "INDEX_WORKERS", max(workers, 1)), cannot if workers == 0 else contextlib.nullcontext(), \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            rag.update_index(index, rag.find_files([docs]))
+        rows = (index.db.execute("SELECT path, identity, note FROM files ORDER BY path").fetchall(),
+                index.db.execute("SELECT path, source, heading, first_line, last_line, first_page, last_page, text "
+                                 "FROM chunks ORDER BY path, number").fetchall())
+        hits = [(hit.chunk.source, round(hit.score, 9)) for hit in rag.rank(index, "which file says the report is due", 100, "lexical")]
+        return rows, hits, err.getvalue()
+
+    def test_every_format_read_by_worker_processes_or_none_is_indexed_and_said_as_by_one_process(self):
+        docs = os.path.join(self.folder, "docs")
+        suffixes = self.write_every_format(os.path.join(docs, "team1"), "the report")
+        self.write_every_format(os.path.join(docs, "team2", "2024"), "the expense report")
+        self.assertEqual(suffixes, set(rag.READERS))  # every kind of file there is
+        pools = []
+        real_start = rag.start_workers
+        with mock.patch.object(rag, "start_workers", lambda *args: pools.append(real_start(*args)) or pools[-1]):
+            by_workers = self.index_with(docs, 2)
+        self.assertEqual([pool is not None for pool, _, _ in pools], [workers_start()])  # two processes read the batches
+        by_one, by_none = self.index_with(docs, 1), self.index_with(docs, 0)
+        self.assertEqual(by_workers, by_one)
+        self.assertEqual(by_none, by_one)  # where no process can be started, all is read here
+        (files, chunks), hits, said = by_one
+        self.assertEqual(len(files), 2 * (len(rag.READERS) + 5))  # each kept with what it said: not read again
+        self.assertEqual(len(hits), 2 * (len(rag.READERS) + 2))  # a hit for each file with the sentence
+        self.assertEqual(said.splitlines(), [line.format(docs=docs, sep=os.sep) for line in [
+            "rag.py: warning: skipped {docs}{sep}team1{sep}binary.txt: binary (contains NUL bytes; if it is text, save it as UTF-8)",
+            "rag.py: warning: skipped {docs}{sep}team1{sep}broken.docx: not a zip archive, or a truncated one (File is not a zip file)",
+            "rag.py: warning: {docs}{sep}team1{sep}old.txt is not UTF-8; read it as Windows-1252, some characters may be wrong",
+            "rag.py: warning: {docs}{sep}team1{sep}partly.pdf: p. 2 has no text: OCR it first; the text in font Secret has no Unicode map: it is left out",
+            "rag.py: warning: skipped {docs}{sep}team1{sep}scan.pdf: no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf"]]
+            + [line.replace("team1", "team2{sep}2024".format(sep=os.sep)) for line in said.splitlines()[:5]])
 
 
 # ----------------------------------------------------------------------------------------- Appendix: the page
