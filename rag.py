@@ -302,17 +302,21 @@ def no_text_found(paths, files):
 
 def find_files(paths):
     """Return the files to read under the given files and folders, each once, in a stable order; the
-    files of other types are counted in one warning."""
+    files of other types are counted in one warning. A file's source is its path from the folder named;
+    with several named, from that folder's own name too, so two files never share a source."""
     found, other_types, seen = [], Counter(), set()
-    for path in named_in_order(paths):
+    ordered = named_in_order(paths)
+    prefixes = source_prefixes(ordered)
+    for path in ordered:
         if not os.path.exists(path):
             reason = "a broken link" if os.path.islink(path) else "no such file or folder"
             raise RagError(f"--docs {path}: {reason}", 2)
         is_folder = os.path.isdir(path)
         if is_folder:  # walk_files gives path + separator + the rest: cut path off (relpath is slow)
-            files = [(file, file[len(path):].lstrip(os.sep)) for file in walk_files(path)]
+            start = prefixes[path] + os.sep if prefixes[path] else ""
+            files = [(file, start + file[len(path):].lstrip(os.sep)) for file in walk_files(path)]
         else:
-            files = [(path, os.path.basename(path))]
+            files = [(path, prefixes[path])]
         for file, source in files:
             reader = reader_for(file, named=not is_folder)
             identity = None if reader is None else file_identity(file, is_folder, seen)
@@ -334,6 +338,35 @@ def named_in_order(paths):
         named.setdefault(os.path.join(os.path.realpath(path), ""), path)  # "/" at the end: "a/b" is in "a/"
     depth = {real: sum(real.startswith(other) for other in named) for real in named}
     return [path for _, path in sorted(named.items(), key=lambda item: depth[item[0]])]
+
+
+def source_prefixes(paths):
+    """Return {path: the start of the sources of its files} for the --docs paths (folders first, as
+    named_in_order gives them): a folder's files are named from inside it, a file by its name. With
+    several named side by side, each starts with the fewest last parts of its path that no other one
+    ends with; one inside another is named from there.
+
+    Example: ["a/team1", "a/team2", "a/team2/x/f.txt"] -> {"a/team1": "team1", "a/team2": "team2",
+             "a/team2/x/f.txt": "team2/x/f.txt"}
+    """
+    real = {path: os.path.realpath(path) for path in paths}
+    outer = [path for path in paths if not any(real[path].startswith(os.path.join(real[other], ""))
+                                               for other in paths if real[other] != real[path])]
+    parts = {path: real[path].split(os.sep) for path in outer}
+    base = {}  # the folder each outermost path's sources are named from
+    for path in outer:
+        if len(outer) == 1:
+            base[real[path]] = real[path] if os.path.isdir(path) else os.path.dirname(real[path])
+            continue
+        own = parts[path]
+        n = next(n for n in range(1, len(own) + 1)
+                 if not any(parts[other][-n:] == own[-n:] for other in outer if other != path))
+        base[real[path]] = os.sep.join(own[:-n]) or os.sep
+    prefixes = {}
+    for path in paths:
+        start = next(folder for folder in base if (real[path] + os.sep).startswith(os.path.join(folder, "")))
+        prefixes[path] = "" if real[path] == base[start] else os.path.relpath(real[path], base[start])
+    return prefixes
 
 
 def file_identity(file, in_folder, seen):

@@ -460,6 +460,43 @@ class LoadTest(TempFolder):
             rag.load_documents([self.folder])
         self.assertEqual((empty.exception.exit_code, str(empty.exception)), (2, f"no text to search in the 2 files found in {self.folder}"))
 
+    def test_files_of_several_folders_are_named_so_that_no_two_share_a_name(self):
+        for team, fact in (("team1", "by train"), ("team2", "by plane")):
+            self.write(f"a/{team}/policy.md", f"# Policy\n\n{team.title()} travels {fact}.")
+            self.write(f"x/{team}/docs/policy.md", f"# Policy\n\n{team.title()} also travels {fact}.")
+        docs = [os.path.join(self.folder, "a", "team1"), os.path.join(self.folder, "a", "team2")]
+        for question, args, expected in [
+                ("travels", ["--docs", docs[0], "--docs", docs[1]], ["team1/policy.md", "team2/policy.md"]),
+                ("travels", ["--docs", os.path.join(docs[0], "policy.md"), "--docs", os.path.join(docs[1], "policy.md")],
+                 ["team1/policy.md", "team2/policy.md"]),
+                ("also travels", ["--docs", os.path.join(self.folder, "x", "team1", "docs"), "--docs",
+                                  os.path.join(self.folder, "x", "team2", "docs")], ["team1/docs/policy.md", "team2/docs/policy.md"]),
+                ("travels", ["--docs", docs[0]], ["policy.md"])]:  # one folder: names from inside it
+            with self.subTest(args=args):
+                code, out, _ = run_main(args + ["--search", "--json", question])
+                self.assertEqual((code, sorted({hit["source"] for hit in json.loads(out)["hits"]})), (0, expected))
+        code, out, _ = run_main(["--docs", docs[0], "--docs", docs[1], "--search", "travels"])  # at the terminal
+        self.assertEqual(re.findall(r"^\[\d\] [\d.]+  (\S+)", out, re.M), ["team1/policy.md:1-3", "team2/policy.md:1-3"])
+        code, out, _ = run_main(["--docs", docs[0], "--docs", docs[1], "--show-prompt", "--host", "http://127.0.0.1:9",
+                                 "--api", "ollama", "--model", "m", "How do teams travel?"])  # what the model is given
+        self.assertEqual(re.findall(r"^file: (\S+),", out, re.M), ["team1/policy.md", "team2/policy.md"])
+
+    def test_a_folder_is_named_by_the_fewest_last_parts_of_its_path_that_no_other_ends_with(self):
+        def real(path):
+            return os.path.join(self.folder, *path.split("/"))
+        for name in ("a/team1", "a/team2/x", "x/docs", "y/docs", "c/a/b", "a/b", "d"):
+            os.makedirs(real(name), exist_ok=True)
+        self.write("p/policy.md", "")
+        self.write("q/policy.md", "")
+        for paths, names in [(["a/team1", "a/team2"], ["team1", "team2"]), (["x/docs", "y/docs"], ["x/docs", "y/docs"]),
+                             (["a/b", "c/a/b", "d"], [os.path.basename(self.folder) + "/a/b", "c/a/b", "d"]),  # (a/b: both)
+                             (["p/policy.md", "q/policy.md"], ["p/policy.md", "q/policy.md"]),
+                             (["a", "a/team2/x"], ["", "team2/x"]), (["p/policy.md"], ["policy.md"]), (["d"], [""]),
+                             (["a/team1", "a/team2", "a/team2/x"], ["team1", "team2", "team2/x"])]:
+            with self.subTest(paths=paths):
+                prefixes = rag.source_prefixes([real(path) for path in paths])
+                self.assertEqual([prefixes[real(path)].replace(os.sep, "/") for path in paths], names)
+
     def test_a_named_file_of_any_type_is_read_as_text(self):
         path = self.write("notes.log", "server restarted at noon")
         self.assertEqual(rag.load_documents([path])[0].source, "notes.log")
@@ -2324,7 +2361,7 @@ class EvalTest(TempFolder):
         code, out, err = run_main(["--docs", os.path.join(self.folder, "hr"), "--docs",
                                    os.path.join(self.folder, "it"), "--eval", path])
         self.assertEqual((code, out), (2, ""))
-        self.assertEqual(err, f"rag.py: {path}:1: 'vpn.md' fits 2 documents (net/vpn.md, vpn.md): "
+        self.assertEqual(err, f"rag.py: {path}:1: 'vpn.md' fits 2 documents (hr/vpn.md, it/net/vpn.md): "
                               "write more of its path\n")
 
     def test_an_eval_file_saved_as_utf16_is_read(self):
