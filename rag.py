@@ -228,6 +228,7 @@ class Hit:
     score: float
     chunk: Chunk
     number: int = 0   # the chunk's number in the index
+    copies: tuple = ()  # chunks found lower that hold no other text (a copy of the file, another format of it)
 
 
 @dataclass(frozen=True)
@@ -730,6 +731,11 @@ def make_chunk(source, heading, pieces):
     pages = (pieces[0].page, pieces[-1].page) if pieces[0].page else ()
     return Chunk(source, heading, pieces[0].first_line, pieces[-1].last_line, "\n\n".join(p.text for p in pieces),
                  pages)
+
+
+def where(chunk):
+    """Return a chunk's source and place, short: "handbook.txt:40-49", or "rules.pdf p. 12"."""
+    return f"{chunk.source} {place(chunk)}" if chunk.pages else f"{chunk.source}:{chunk.first_line}-{chunk.last_line}"
 
 
 def place(chunk):
@@ -2416,15 +2422,56 @@ def sub_queries(question):
 def rank(index, question, k, mode, embeddings=None, earlier=()):
     """Return the k best hits for the question by one mode, best first. A compound question is also
     asked part by part, and the rankings of the whole and of the parts take turns, so each part gets
-    hits; a follow-up question is searched with the earlier questions' words too (make_query)."""
+    hits; a follow-up question is searched with the earlier questions' words too (make_query). The
+    same text found in several files is one hit (distinct_hits): the ranking goes deeper to find k."""
     ranking_of = RANKINGS[mode]
     queries = [make_query(part, earlier) for part in [question] + sub_queries(question)]
-    if len(queries) > 1:
-        ranking = interleave([ranking_of(index, query, k, embeddings) for query in queries])[:k]
-    else:
-        ranking = ranking_of(index, queries[0], k, embeddings)
-    chunks = index.chunks_numbered([number for number, _ in ranking])
-    return [Hit(position, score, chunk, number) for position, ((number, score), chunk) in enumerate(zip(ranking, chunks), 1)]
+    depth = k
+    while True:
+        if len(queries) > 1:
+            ranking = interleave([ranking_of(index, query, depth, embeddings) for query in queries])[:depth]
+        else:
+            ranking = ranking_of(index, queries[0], depth, embeddings)
+        hits = distinct_hits(ranking, index.chunks_numbered([number for number, _ in ranking]))
+        if len(hits) >= k or len(ranking) < depth:  # enough, or all there is
+            return hits[:k]
+        depth += (k - len(hits)) * -(-len(ranking) // len(hits))  # as many more as the copies so far suggest
+
+
+def distinct_hits(ranking, chunks):
+    """Return the hits of a ranking, [(chunk number, score)] with their chunks, numbered from 1: a chunk
+    whose text a hit above it holds whole (a copy of a file; the same document saved in another format,
+    and so cut at other places) is not a hit of its own but one of that hit's copies. Texts are compared
+    by their words, lowercased: line breaks, spaces and punctuation do not count; any other change does.
+
+    Example: chunks "Book early." (a.md), "Book trains early." (b.md), "book  EARLY" (c.txt) -> hits a.md
+    (with its copy c.txt) and b.md
+    """
+    hits, texts = [], []  # texts: each hit's words as " word word ... ", and as a set
+    for (number, score), chunk in zip(ranking, chunks):
+        words = ALL_WORDS.findall(chunk.text.lower())
+        text, longest = " " + " ".join(words) + " ", max(words, key=len, default="")
+        # A text that holds this one has its longest word: a set tells that at once, and "in" is asked
+        # only of those (at k = 100, the hits of a question took 3 times longer without this).
+        holder = next((at for at, (held, held_words) in enumerate(texts) if longest in held_words and text in held), None)
+        if holder is None:
+            hits.append(Hit(len(hits) + 1, score, chunk, number))
+            texts.append((text, set(words)))
+        else:
+            hits[holder] = replace(hits[holder], copies=hits[holder].copies + (chunk,))
+    return hits
+
+
+ALL_WORDS = re.compile(r"\w+")  # words in any script (CJK runs whole), to compare texts
+
+
+def also_in(copies, most=3):
+    """Return where else a hit's text is, naming the first few places.
+
+    Example: "also in b.pdf p. 2, c/a.md:1-3 and 2 more"
+    """
+    more = f" and {len(copies) - most} more" if len(copies) > most else ""
+    return "also in " + ", ".join(map(where, copies[:most])) + more
 
 
 def retrieve(index, question, config, embeddings=None, earlier=()):
@@ -2477,9 +2524,9 @@ def fit_hits(hits, used, budget):
     the prompt), renumbered 1, 2, ... as the model will see them."""
     kept = []
     for hit in hits:
-        cost = estimate_tokens(passage_block(len(kept) + 1, hit.chunk)) + 1  # 1: the blank line between
+        cost = estimate_tokens(passage_block(len(kept) + 1, hit.chunk, hit.copies)) + 1  # 1: the blank line between
         if used + cost <= budget:
-            kept.append(Hit(len(kept) + 1, hit.score, hit.chunk, hit.number))
+            kept.append(replace(hit, rank=len(kept) + 1))
             used += cost
     return kept
 
@@ -2500,14 +2547,17 @@ def neutralize(text):
     return re.sub(r"<(/?)\s*(source)", r"<\1 \2", "".join(parts), flags=re.IGNORECASE)
 
 
-def passage_block(number, chunk):
-    """Return one numbered source: a delimited block with a label line, then the chunk's text.
+def passage_block(number, chunk, copies=()):
+    """Return one numbered source: a delimited block with a label line (naming the copies of its text
+    elsewhere, if any), then the chunk's text.
 
     Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines and late submissions\n...</source>
     """
     label = f"file: {chunk.source}, {place(chunk)}"
     if chunk.heading:
         label += f", section: {chunk.heading}"
+    if copies:
+        label += f"; {also_in(copies)}"
     label = " ".join(neutralize(label).split())
     return f'<source id="{number}">\n{label}\n{neutralize(chunk.text)}\n</source>'
 
@@ -2518,7 +2568,7 @@ def build_messages(question, hits, earlier=()):
     messages = [{"role": "system", "content": SYSTEM_RULES + (HISTORY_RULE if earlier else "")}]
     for asked, answered in earlier[-HISTORY_TURNS:]:
         messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": in_brief(answered)}]
-    sources = "\n\n".join(passage_block(n, hit.chunk) for n, hit in enumerate(hits, 1))
+    sources = "\n\n".join(passage_block(n, hit.chunk, hit.copies) for n, hit in enumerate(hits, 1))
     return messages + [{"role": "user", "content": f"Sources:\n\n{sources}\n\nQuestion: {question}"}]
 
 
@@ -2681,8 +2731,15 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
 def chunk_label(chunk):
     """Return where a chunk is, as every listing of hits shows it: "source:first-last  (heading)", or
     for a document of pages "source p. 12  (heading)"."""
-    where = f"{chunk.source} {place(chunk)}" if chunk.pages else f"{chunk.source}:{chunk.first_line}-{chunk.last_line}"
-    return where + (f"  ({chunk.heading})" if chunk.heading else "")
+    return where(chunk) + (f"  ({chunk.heading})" if chunk.heading else "")
+
+
+def hit_label(hit, indent="    "):
+    """Return a hit's chunk_label, and on a line of its own (after indent) where else its text is.
+
+    Example: "a.md:1-3  (Travel)\n    also in b.pdf p. 1"
+    """
+    return chunk_label(hit.chunk) + (f"\n{indent}{also_in(hit.copies)}" if hit.copies else "")
 
 
 def print_hits(question, hits, as_json):
@@ -2693,7 +2750,7 @@ def print_hits(question, hits, as_json):
     if not hits:
         print("No passage shares a word with the question.")
     for hit in hits:
-        print(f"[{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
+        print(f"[{hit.rank}] {hit.score:.4f}  {hit_label(hit)}")
         print(textwrap.fill(excerpt(hit.chunk.text, question), COLUMNS, initial_indent="    ",
                             subsequent_indent="    "))
     sys.stdout.flush()
@@ -2742,7 +2799,7 @@ def print_answer(answer, as_json):
         if answer.text:  # what was said cites the passages: they stay in view
             print("\n[answer cut short]\n\nPassages given:")
             for number, hit in enumerate(answer.hits, 1):
-                print(f"  [{number}] {chunk_label(hit.chunk)}", flush=True)
+                print(f"  [{number}] {hit_label(hit, '      ')}", flush=True)
         elif isinstance(answer.failure, RagError) and answer.hits:  # the passages often answer on their own
             print("The model could not be asked; these are the passages it would have read:")
             print_hits(answer.question, answer.hits, False)
@@ -2753,7 +2810,7 @@ def print_answer(answer, as_json):
     if answer.citations:
         print("\nSources:")
     for number in answer.citations:
-        print(f"  [{number}] {chunk_label(answer.hits[number - 1].chunk)}")
+        print(f"  [{number}] {hit_label(answer.hits[number - 1], '      ')}")
     sys.stdout.flush()
 
 
@@ -2787,10 +2844,18 @@ def print_prompt(request, as_json):
 
 def json_line(question, hits, **extra):
     """Return the JSON contract's object for one question: question, hits, then any extra fields."""
-    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s}' % (hit.rank, hit.score, chunk_json(hit.chunk))
+    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s%s}' % (hit.rank, hit.score, chunk_json(hit.chunk), copies_json(hit))
                           for hit in hits)
     extra_json = "".join(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in extra.items())
     return '{"question": %s, "hits": [%s]%s}' % (json.dumps(question), hits_json, extra_json)
+
+
+def copies_json(hit):
+    """Return the member "also" of a hit with copies: where each is, as a hit's fields say it; else ""."""
+    if not hit.copies:
+        return ""
+    return ', "also": ' + json.dumps([{"source": copy.source, "lines": [copy.first_line, copy.last_line],
+                                       **({"pages": list(copy.pages)} if copy.pages else {})} for copy in hit.copies])
 
 
 @lru_cache(maxsize=None)
@@ -2868,7 +2933,8 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
         return answer
     stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
-        print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit.chunk))} tokens")
+        print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit.chunk, hit.copies))} tokens"
+              + (f"\n      {also_in(hit.copies)}" if hit.copies else ""))
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
     window = f", a {config.window}-token window" if config.window else ""
@@ -2882,7 +2948,7 @@ def explain_hits(index, query, hits, mode, embeddings):
     """Print the hits with how each scored: BM25 by token, and in hybrid mode both ranks and the cosine."""
     stage(f"Top {len(hits)} chunks by {mode} search")
     for hit, (parts, ways) in zip(hits, hit_scores(index, query, hits, mode, embeddings)):
-        print(f"  [{hit.rank}] {hit.score:.4f}  {chunk_label(hit.chunk)}")
+        print(f"  [{hit.rank}] {hit.score:.4f}  {hit_label(hit, '      ')}")
         if len(parts) > EXPLAIN_PARTS:  # a pasted paragraph: its largest parts, then the rest summed
             parts = sorted(parts, key=lambda part: -part[1])
         shown = [f"{token} {weight:.2f}" for token, weight in parts[:EXPLAIN_PARTS]]
@@ -2982,7 +3048,7 @@ def evaluate(index, cases, path, config, embeddings=None):
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
             continue
-        found = next((hit.rank for hit in hits if is_expected(hit.chunk, expected)), None)
+        found = next((hit.rank for hit in hits if any(is_expected(chunk, expected) for chunk in (hit.chunk, *hit.copies))), None)
         reciprocal_ranks.append(1 / found if found else 0.0)
         if found is None:
             got = [chunk_label(hit.chunk) for hit in hits[:3]]
@@ -5807,7 +5873,7 @@ def route_explain(handler, site, params):
     hits = []
     for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,
-                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, hit.chunk)),
+                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, hit.chunk, hit.copies)),
                          parts=[list(part) for part in parts], fits=any(given.chunk is hit.chunk for given in answer.hits),
                          **ways))
     words = [[w, [word_token(w)] if word_token(w) else []] for w in WORD.findall(question.lower())]
@@ -6183,6 +6249,8 @@ function el(tag, cls, ...children) {
   return node;
 }
 const where = (hit) => `${hit.source}, ${hit.place}`;  // the place: "lines 40-49", "p. 12", "slide 7"
+const also = (hit) => !hit.also ? '' : ' · also in ' + hit.also.slice(0, 3).map((copy) => copy.source).join(', ')
+  + (hit.also.length > 3 ? ` and ${hit.also.length - 3} more` : '');  // the same text in other files
 const placed = (head) => { head.hits.forEach((hit, i) => { hit.place = head.places[i]; }); return head; };
 const path = (heading) => heading.split(' > ').join(' › ');
 const widen = (node, share) => { node.style.width = (100 * share).toFixed(2) + '%'; return node; };
@@ -6267,7 +6335,8 @@ function answered(view, line) {
     const capital = (note) => note[0].toUpperCase() + note.slice(1);
     if (notes.length) view.turn.append(el('ul', 'warnings', ...notes.map((note) => el('li', '', capital(note)))));
     view.turn.append(el('ul', 'sources', ...line.citations.map((n) => el('li', '', link(String(n), head, n - 1),
-      ` ${where(head.hits[n - 1])}` + (head.hits[n - 1].heading ? ' · ' + path(head.hits[n - 1].heading) : '')))));
+      ` ${where(head.hits[n - 1])}` + (head.hits[n - 1].heading ? ' · ' + path(head.hits[n - 1].heading) : '')
+      + also(head.hits[n - 1])))));
   }
   finish(view, line.answer || '');
 }
@@ -6311,7 +6380,7 @@ function passages(head) {
   const top = Math.max(1e-9, ...head.hits.map((hit) => hit.score));
   return el('ol', 'hits', ...head.hits.map((hit, i) => el('li', '',
     el('p', 'hit', link(path(hit.heading) || hit.source, head, i, 'title'), el('span', 'score', hit.score.toFixed(2))),
-    el('p', 'heading', where(hit)), el('span', 'meter', widen(el('span'), hit.score / top)),
+    el('p', 'heading', where(hit) + also(hit)), el('span', 'meter', widen(el('span'), hit.score / top)),
     el('p', 'excerpt', head.excerpts[i]))));
 }
 
