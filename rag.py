@@ -169,6 +169,11 @@ def error(message):
     say("rag.py: " + message)
 
 
+def inform(message):
+    """Tell the user what a long step is doing, on one stderr line: news, not a warning."""
+    say("rag.py: " + message)
+
+
 def say(line):
     """Write a line to stderr in one piece: print() writes its newline apart, and the page's threads
     would interleave their lines. While a file is read (see read_file), its lines are kept instead."""
@@ -456,12 +461,32 @@ def decode(data, path):
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", "replace")
     if b"\0" in data:
-        raise RagError("binary (contains NUL bytes; if it is text, save it as UTF-8)")
+        text = utf16_without_bom(data)
+        if text is None:
+            raise RagError("binary (contains NUL bytes; if it is text, save it as UTF-8)")
+        return text
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         warn(f"{path} is not UTF-8; read it as Windows-1252, some characters may be wrong")
         return data.decode("cp1252", "replace")
+
+
+def utf16_without_bom(data):
+    """Return the text of UTF-16 bytes that have no byte order mark (some Windows tools write them so),
+    or None when data is not such text. Text in a Latin script has a zero byte every other byte, in the
+    same place: every second byte (little-endian) or every first (big-endian)."""
+    sample, pairs = data[:4096], min(len(data), 4096) // 2
+    zeros = (sample[1::2].count(0), sample[0::2].count(0))  # (high bytes if little-endian, if big-endian)
+    for encoding, (high, low) in (("utf-16-le", zeros), ("utf-16-be", zeros[::-1])):
+        if len(data) % 2 == 0 and high > pairs / 3 and low < pairs / 50:
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+            controls = sum(1 for char in text[:2048] if char < " " and char not in "\t\n\r\f")
+            return text if controls <= len(text[:2048]) / 100 else None
+    return None
 
 
 def one_line_end(text):
@@ -2207,7 +2232,7 @@ def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
     if missing and seconds < math.inf:
         if pace and len(missing) / pace > seconds:
             raise RagError(not_embedded(len(missing), len(keys), pace, cache.model))
-        warn(f"embedding {len(missing)} chunks with {cache.model} once, to search by meaning too "
+        inform(f"embedding {len(missing)} chunks with {cache.model} once, to search by meaning too "
              "(--mode lexical: by words only)")
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
@@ -4956,9 +4981,10 @@ READERS[".pdf"] = read_pdf
 # lie about sizes). An XML part with a DTD is refused: its entities could expand without end.
 # ---------------------------------------------------------------------------------------------------
 
-ZIP_MAX_TOTAL_BYTES = 512 * 2**20  # all members together, unpacked, as the directory lists them; also
-                                   # the most read from one file (a 50 MiB EPUB of photos unpacks ~1:1)
-ZIP_MAX_PART_BYTES = 64 * 2**20    # one XML part unpacked; its tree takes ~10 times that (sheets stream)
+ZIP_MAX_TOTAL_BYTES = 1024 * 2**20  # all members together, unpacked, as the directory lists them; also
+                                    # the most read from one file (a 50 MiB workbook of a million rows: 300 MB)
+ZIP_MAX_PART_BYTES = 64 * 2**20    # one XML part unpacked and parsed whole; its tree takes ~10 times that
+                                   # (a sheet is read as a stream, and may be as large as the total)
 ZIP_MAX_RATIO = 500                # unpacked / packed size of a part over 1 MiB: deflate packs at most 1032
                                    # times (a bomb's ratio); office XML 5-20, 260 for 100,000 identical rows
 SHEET_MAX_COLUMNS = 16384          # columns of a sheet (Excel's and LibreOffice's limit, A to XFD)
@@ -4985,42 +5011,63 @@ XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
 
 def zip_reader(data, path):
     """Return part(name): the parsed XML of one member of the zip archive in data (None for a missing
-    part that is not required); part(name, raw=True) gives its bytes. Sizes are checked first."""
+    part that is not required); part(name, raw=True) gives its bytes, part(name, stream=True) a file to
+    read them from (for a part too large to hold at once: a sheet). Sizes are checked first, and again
+    as the bytes come: a zip's directory may lie about them."""
     import io  # here, not at the top: only office files need them (see the note after the imports)
     import zipfile
-    import zlib
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         listed = sum(member.file_size for member in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
         raise RagError(f"not a zip archive, or a truncated one ({e})") from None
     if listed > ZIP_MAX_TOTAL_BYTES:
-        raise RagError(f"would unpack to {listed // 2**20:,} MiB, more than "
-                       f"{ZIP_MAX_TOTAL_BYTES // 2**20} MiB (a zip bomb?)")
+        raise RagError(f"would unpack to {size_text(listed)}, more than the {size_text(ZIP_MAX_TOTAL_BYTES)} rag.py "
+                       "unpacks of a file (ZIP_MAX_TOTAL_BYTES in rag.py)")
     left = [ZIP_MAX_TOTAL_BYTES]  # what the parts read so far leave of the total
 
-    def part(name, required=True, raw=False):
-        member = zip_member(archive, name, required)
+    def part(name, required=True, raw=False, stream=False):
+        member = zip_member(archive, name, required, ZIP_MAX_TOTAL_BYTES if stream else ZIP_MAX_PART_BYTES)
         if member is None:
             return None
-        limit = min(ZIP_MAX_PART_BYTES, left[0])
-        try:
-            with archive.open(member) as stream:
-                content = stream.read(limit + 1)  # capped: the directory's sizes may be lies
-        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError,
-                OSError) as e:  # damaged data, encryption, a compression method zipfile lacks
-            raise RagError(f"cannot unpack {name} ({e})") from None
-        if len(content) > limit:
-            raise RagError(f"{name} unpacks to more than {limit:,} bytes (a zip bomb?)")
-        left[0] -= len(content)
+        unpacked = UnpackedPart(archive, member, left)
+        if stream:
+            return unpacked
+        content = unpacked.read(ZIP_MAX_PART_BYTES + 1)
+        if len(content) > ZIP_MAX_PART_BYTES:
+            raise RagError(f"{name} unpacks to more than the {size_text(ZIP_MAX_PART_BYTES)} rag.py reads of one "
+                           "part (ZIP_MAX_PART_BYTES in rag.py)")
         return content if raw else parse_xml(content, name)
 
     return part
 
 
-def zip_member(archive, name, required):
+class UnpackedPart:
+    """A member of a zip archive as it unpacks: read(n) gives up to n more bytes. Errors are RagErrors, and
+    so are more bytes than the archive's total may unpack to (left: [bytes still allowed])."""
+
+    def __init__(self, archive, member, left):
+        self.archive, self.member, self.left, self.stream = archive, member, left, None
+
+    def read(self, size):
+        import zipfile  # here, not at the top: see the note after the imports
+        try:
+            self.stream = self.stream or self.archive.open(self.member)
+            data = self.stream.read(min(size, self.left[0] + 1))
+        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError,
+                OSError) as e:  # damaged data, encryption, a compression method zipfile lacks
+            raise RagError(f"cannot unpack {self.member.filename} ({e})") from None
+        if len(data) > self.left[0]:
+            raise RagError(f"{self.member.filename} unpacks to more than its directory said, beyond the "
+                           f"{size_text(ZIP_MAX_TOTAL_BYTES)} rag.py unpacks of a file (a zip bomb?)")
+        self.left[0] -= len(data)
+        return data
+
+
+def zip_member(archive, name, required, most):
     """Return the entry of a part in the zip's directory (None for a missing part that is not
-    required), after checking that it is not encrypted and that its listed sizes are no zip bomb."""
+    required), after checking that it is not encrypted and that its listed size is at most most
+    bytes, and no zip bomb's."""
     try:
         member = archive.getinfo(name)
     except KeyError:
@@ -5029,11 +5076,19 @@ def zip_member(archive, name, required):
         return None
     if member.flag_bits & 1:
         raise RagError("encrypted (password-protected); save a copy without the password")
-    packed_limit = max(ZIP_MAX_RATIO * member.compress_size, 2**20)  # a part under 1 MiB may pack any amount
-    if member.file_size > min(ZIP_MAX_PART_BYTES, packed_limit):
-        raise RagError(f"{name} would unpack to {member.file_size:,} bytes from "
-                       f"{member.compress_size:,} (a zip bomb?)")
+    if member.file_size > max(ZIP_MAX_RATIO * member.compress_size, 2**20):  # a part under 1 MiB may pack any amount
+        raise RagError(f"{name} would unpack {member.file_size / max(member.compress_size, 1):,.0f} times its packed "
+                       f"size, more than the {ZIP_MAX_RATIO} times of a real file (a zip bomb?)")
+    if member.file_size > most:
+        setting = "ZIP_MAX_TOTAL_BYTES" if most == ZIP_MAX_TOTAL_BYTES else "ZIP_MAX_PART_BYTES"
+        raise RagError(f"{name} would unpack to {size_text(member.file_size)}, more than the {size_text(most)} rag.py "
+                       f"reads of one part ({setting} in rag.py)")
     return member
+
+
+def size_text(size):
+    """Return a number of bytes for people. Example: 4 -> "4 bytes"; 67108864 -> "64 MiB"."""
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**20 else f"{size:,} bytes"
 
 
 def parse_xml(data, where):
@@ -5045,27 +5100,38 @@ def parse_xml(data, where):
         raise RagError(f"{where} is not well-formed XML ({e})") from None
 
 
-def stream_xml(data, where, tag):
-    """Yield the elements called tag of an XML part as the parser reaches their ends, each emptied
-    after use: a sheet of a million cells is never in memory as one tree (that would be ~1 GB)."""
+def stream_xml(part, where, tag):
+    """Yield the elements called tag of an XML part (an UnpackedPart) as the parser reaches their ends,
+    each emptied after use: a sheet of a million cells is never in memory whole, neither as bytes nor
+    as a tree (that would be ~1 GB)."""
+    import codecs
     import xml.etree.ElementTree as ET  # here, not at the top: see the note after the imports
-    text, parser = checked_xml(data, where), ET.XMLPullParser(("end",))
+    parser, data = ET.XMLPullParser(("end",)), part.read(2**20)  # read in pieces of a MiB
+    decoder, tail = codecs.getincrementaldecoder(xml_encoding(data))("replace"), ""
     try:
-        for start in range(0, len(text), 2**20):  # fed in pieces of a million characters
-            parser.feed(text[start:start + 2**20])
+        while data:
+            text = decoder.decode(data)
+            checked_xml_text(tail + text, where)  # tail: a "<!DOCTYPE" cut in two is found whole
+            tail = text[-8:]
+            parser.feed(text)
             for _, element in parser.read_events():
                 if element.tag == tag:
                     yield element
                     element.clear()
+            data = part.read(2**20)
         parser.close()
     except ET.ParseError as e:
         raise RagError(f"{where} is not well-formed XML ({e})") from None
 
 
 def checked_xml(data, where):
-    """Return XML bytes as text for the parser, refusing a DTD: office files never have one, and its
-    entities could expand without end ("billion laughs") or name files outside the archive."""
-    text = xml_text(data)
+    """Return XML bytes as text for the parser, refusing a DTD (see checked_xml_text)."""
+    return checked_xml_text(xml_text(data), where)
+
+
+def checked_xml_text(text, where):
+    """Return XML text, refusing a DTD: office files never have one, and its entities could expand
+    without end ("billion laughs") or name files outside the archive."""
     if "<!DOCTYPE" in text or "<!ENTITY" in text:  # checked on the text expat will parse: no encoding tricks
         raise RagError(f"{where} declares a DTD, which office files never do (refused: entity expansion)")
     return text
@@ -5073,7 +5139,12 @@ def checked_xml(data, where):
 
 def xml_text(data):
     """Return the text of XML bytes: UTF-16 when they start with its byte order mark, else UTF-8."""
-    return data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig", "replace")
+    return data.decode(xml_encoding(data), "replace")
+
+
+def xml_encoding(data):
+    """Return the encoding of XML bytes: UTF-16 when they start with its byte order mark, else UTF-8."""
+    return "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
 
 
 def relationships(part, name):
@@ -5357,7 +5428,7 @@ def rich_text(item):
 
 def xlsx_rows(part, name, shared, dates, epoch):
     """Yield the rows of one worksheet as {column number: text}, empty cells left out."""
-    for row in stream_xml(part(name, raw=True), name, S + "row"):
+    for row in stream_xml(part(name, stream=True), name, S + "row"):
         cells, column = {}, 0
         for cell in row.findall(S + "c"):
             # "AB12" is column 27 (from 0); a cell without a reference follows the one before
@@ -5445,9 +5516,11 @@ def sheet_pages(sheets, path):
         lines, header = [], None
         for row in rows:
             cells += len(row)
-            if cells > SHEET_MAX_CELLS:
-                raise RagError(f"more than {SHEET_MAX_CELLS:,} cells (a bomb, or too big to search); "
-                               "save the part you need as a smaller file")
+            if cells > SHEET_MAX_CELLS:  # (a bomb, or a table too big to search whole)
+                warn(f"{path}: only its first {SHEET_MAX_CELLS:,} cells are read, the most rag.py reads of a workbook "
+                     f"(SHEET_MAX_CELLS in rag.py): sheet {' '.join(name.split())!r} from row {len(lines) + 1} on is left out, "
+                     "and any sheet after it")
+                return pages + ["\n\n".join([f"# {' '.join(name.split())}"] * bool(name.strip()) + lines)]
             if header is None:
                 header = row
             named = (f"{header[c]}: {row[c]}" if c in header and row is not header else row[c] for c in sorted(row))
@@ -5622,7 +5695,7 @@ def reindex(config, stamp, previous=None):
     if previous:
         changed = len({entry[0] for entry in set(stamp) ^ set(previous.stamp)})
         note = f"Documents re-read at {time.strftime('%H:%M:%S')}: {changed} file{'s' * (changed != 1)} changed."
-        warn(f"{note[:-1].lower()}; {index.size} chunks")
+        inform(f"{note[:-1].lower()}; {index.size} chunks")
     return Snapshot(index, embeddings, mode, stamp, previous.generation + 1 if previous else 1, note)
 
 

@@ -302,9 +302,15 @@ class LoadTest(TempFolder):
         self.write("c_utf16.txt", "café utf16".encode("utf-16"))
         self.write("d_cp1252.txt", b"caf\xe9 \x80 legacy")
         self.write("e_utf32.txt", "café utf32".encode("utf-32"))  # its BOM starts like UTF-16's
+        self.write("f_utf16le.txt", "café utf16, no BOM\r\nPer diem: EUR 70".encode("utf-16-le"))  # as some Windows tools save
+        self.write("g_utf16be.txt", "café utf16, big-endian".encode("utf-16-be"))
+        self.write("h_binary.txt", b"\x01\x00\x02\x00" * 100)  # zeros every other byte, but no text
         documents, warned = load_with_warnings(self.folder)
         texts = [d.paragraphs[0].text for d in documents]
-        self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy", "café utf32"])
+        self.assertEqual(texts, ["café menu", "café bom", "café utf16", "café € legacy", "café utf32",
+                                 "café utf16, no BOM\nPer diem: EUR 70", "café utf16, big-endian"])
+        self.assertIn("h_binary.txt: binary", warned)
+        warned = warned.replace(warned[warned.index("rag.py: warning: skipped"):].split("\n")[0] + "\n", "")
         self.assertIn("d_cp1252.txt is not UTF-8", warned)
         self.assertEqual(warned.count("\n"), 1)  # only the legacy file is worth a warning
 
@@ -1654,7 +1660,7 @@ class AutoModeTest(EmbedCase):
         self.fake.models = ["llama3.2:latest", "nomic-embed-text:latest"]
         code, out, err = self.auto()
         self.assertEqual(code, 0)
-        self.assertEqual(err, "rag.py: warning: embedding 3 chunks with nomic-embed-text once, to search by meaning "
+        self.assertEqual(err, "rag.py: embedding 3 chunks with nomic-embed-text once, to search by meaning "
                               "too (--mode lexical: by words only)\n")
         inputs = self.embed_inputs()
         self.assertEqual(inputs[-1], ["search_query: per diem in Japan"])  # the question is embedded: hybrid
@@ -4189,13 +4195,16 @@ class OfficeHostileInputTest(unittest.TestCase):
 
     def test_bomb_by_compression_ratio(self):
         data = zipped({"word/document.xml": b" " * (4 * 2**20)})  # 4 MiB of spaces pack into 4 KiB
-        self.assertRefused(rag.read_docx, data, r"would unpack to 4,194,304 bytes from .*zip bomb")
+        self.assertRefused(rag.read_docx, data, r"would unpack 1,0\d\d times its packed size, more than the 500 times "
+                                                r"of a real file \(a zip bomb\?\)$")
 
     def test_bomb_by_part_size_and_by_total_size(self):
         data = zipped({"word/document.xml": b"<a/>"})
-        self.assertRefused(rag.read_docx, patch_directory(data, 24, "<I", 0xFFFFFFF0), r"would unpack to .* MiB")
+        self.assertRefused(rag.read_docx, patch_directory(data, 24, "<I", 0xFFFFFFF0),
+                           r"would unpack to 4,096 MiB, more than the 1,024 MiB rag.py unpacks of a file \(ZIP_MAX_TOTAL_BYTES")
         with mock.patch.object(rag, "ZIP_MAX_PART_BYTES", 3):
-            self.assertRefused(rag.read_docx, data, "would unpack to 4 bytes")
+            self.assertRefused(rag.read_docx, data, r"would unpack to 4 bytes, more than the 3 bytes rag.py reads of one part "
+                                                    r"\(ZIP_MAX_PART_BYTES in rag.py\)$")
 
     def test_directory_that_understates_a_size(self):
         data = zipped({"word/document.xml": f"<w:document {WORD}><w:body>{p('x' * 100000)}</w:body></w:document>"})
@@ -4206,7 +4215,7 @@ class OfficeHostileInputTest(unittest.TestCase):
         data = zipped({"word/document.xml": "<a/>"})
         endless = lambda archive, member: io.BytesIO(b"<a>" * 10 ** 6)  # noqa: E731
         with mock.patch.object(zipfile.ZipFile, "open", endless), mock.patch.object(rag, "ZIP_MAX_PART_BYTES", 100):
-            self.assertRefused(rag.read_docx, data, "unpacks to more than 100 bytes")
+            self.assertRefused(rag.read_docx, data, "unpacks to more than the 100 bytes rag.py reads of one part")
 
     def test_encrypted_member(self):
         data = zipped({"word/document.xml": b"\x00" * 40})
@@ -4231,11 +4240,25 @@ class OfficeHostileInputTest(unittest.TestCase):
         self.assertRefused(rag.read_xlsx, zipped({"xl/styles.xml": "<a/>"}), "no xl/workbook.xml inside")
         self.assertRefused(rag.read_odf, zipped({"meta.xml": "<a/>"}), "no content.xml inside")
 
-    def test_repeat_counts_of_a_million_end_in_one_rag_error(self):
+    def test_repeat_counts_of_a_million_are_read_up_to_the_cap_and_said_in_one_warning(self):
         row = ('<table:table-row table:number-rows-repeated="1000000"><table:table-cell '
                'table:number-columns-repeated="1000000"><text:p>x</text:p></table:table-cell></table:table-row>')
         body = "".join(f'<table:table table:name="T{n}">{row}</table:table>' for n in range(3))
-        self.assertRefused(rag.read_odf, odf("spreadsheet", body), "more than 2,000,000 cells")
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            pages = rag.read_odf(odf("spreadsheet", body), "big.ods")
+        self.assertEqual(err.getvalue(), "rag.py: warning: big.ods: only its first 2,000,000 cells are read, the most rag.py "
+                                         "reads of a workbook (SHEET_MAX_CELLS in rag.py): sheet 'T2' from row 1 on is left "
+                                         "out, and any sheet after it\n")
+        self.assertEqual([page.count("x") for page in pages], [1000 * 1000, 1000 * 1000, 0])  # 1,000 x 1,000 cells each
+
+    def test_a_sheet_larger_than_a_part_may_be_is_read_as_a_stream(self):
+        rows = "".join(f'<row r="{n}"><c r="A{n}" t="inlineStr"><is><t>Row {n} of the ledger</t></is></c></row>' for n in range(1, 2001))
+        data = xlsx([("Ledger", "worksheet", "worksheets/sheet1.xml", rows)])
+        with mock.patch.object(rag, "ZIP_MAX_PART_BYTES", 1000):  # the sheet is some 100 KB
+            self.assertEqual(rag.read_xlsx(data, "a.xlsx")[0].splitlines()[-1], "Row 1 of the ledger: Row 2000 of the ledger")
+        with mock.patch.object(rag, "ZIP_MAX_TOTAL_BYTES", 50000):  # not so the whole file
+            self.assertRefused(rag.read_xlsx, data, r"^would unpack to 175,\d\d\d bytes, more than the 50,000 bytes rag.py unpacks "
+                                                    r"of a file \(ZIP_MAX_TOTAL_BYTES in rag.py\)$")
 
     def test_garbage_numbers_in_attributes(self):
         body = ('<text:h text:outline-level="99999999999999999999999">A</text:h>'
