@@ -1349,6 +1349,7 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
         if progress:
             progress(Reading(int(tally[0]), pages[0], int(tally[2]), *totals, time.monotonic() - started, done))
 
+    tell([0, 0, 0])
     with parts_made(batches, most_bytes, tell) as parts:
         for part in parts:
             if part.notes and progress:
@@ -1403,7 +1404,8 @@ def parts_made(batches, most_bytes=MAX_FILE_BYTES, tell=None):
     pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
     tell = tell or (lambda tally: None)
     if pool is None:
-        yield (make_part(batch, most_bytes, partial(add_to_tally, [0, 0, 0], tell)) for batch in batches)
+        count = partial(add_to_tally, [0, 0, 0], tell)  # one tally for every batch
+        yield (make_part(batch, most_bytes, count) for batch in batches)
         return
     try:
         yield parts_from(pool, batches, ahead, most_bytes, tally, tell)
@@ -2894,13 +2896,20 @@ def chunk_json(chunk):
 def reading_line(reading):
     """Return how far a Reading has come, in words, and what is left.
 
-    Example: "indexing: 120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
+    Example: "120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
     """
     rate = reading.size / max(reading.seconds, 1e-6)
-    left = f", about {(reading.total_size - reading.size) / rate:,.0f} s left" if reading.size else ""
+    seconds = (reading.total_size - reading.size) / rate if reading.size else 0
+    left = "" if not reading.size else f", about {seconds / 60:,.0f} min left" if seconds >= 90 else \
+        f", about {seconds:.0f} s left"
     pages = f", {reading.pages:,} pages" if reading.pages else ""
-    return (f"indexing: {reading.files:,} of {reading.total_files:,} files{pages}, {reading.size / 1e6:,.1f} of "
-            f"{reading.total_size / 1e6:,.1f} MB, {rate / 1e6:,.1f} MB/s{left}")
+    return (f"{reading.files:,} of {reading.total_files:,} files{pages}, {megabytes(reading.size)} of "
+            f"{megabytes(reading.total_size)} MB, {rate / 1e6:,.1f} MB/s{left}")
+
+
+def megabytes(size):
+    """Return a size in MB as people read it: "0.3", "12", "1,234"."""
+    return f"{size / 1e6:,.1f}" if size < 1e7 else f"{size / 1e6:,.0f}"
 
 
 def terminal_progress(stream):
@@ -2920,10 +2929,11 @@ def terminal_progress(stream):
             return
         if reading.done:
             pages = f"{reading.pages:,} pages, " if reading.pages else ""
-            stream.write(f"rag.py: indexed {reading.total_files:,} files ({pages}{reading.total_size / 1e6:,.1f} MB) "
+            stream.write(f"rag.py: indexed {reading.total_files:,} files ({pages}{megabytes(reading.total_size)} MB) "
                          f"in {reading.seconds:,.1f} s\n")
         elif not shown["width"]:
-            line = reading_line(reading)[:shutil.get_terminal_size().columns - 1]  # a line that wraps is not rewritten
+            line = ("indexing: " + reading_line(reading))[:shutil.get_terminal_size().columns - 1]  # a line that wraps
+                                                                                               # is not rewritten
             stream.write(line)
             shown.update(width=len(line), at=time.monotonic())
         stream.flush()
@@ -5666,6 +5676,8 @@ class Snapshot:
     stamp: tuple           # (path, size, mtime_ns) of each file: compared to notice a change
     generation: int = 1    # one more at each re-read; passages are named by generation and chunk number
     note: str = ""         # what the page says about the last re-read
+    reading: Reading = None  # while the documents are first read: how far that has come (the index has
+                             # the files read so far)
 
 
 def docs_stamp(paths):
@@ -5684,12 +5696,12 @@ def docs_stamp(paths):
     return tuple(stamp)
 
 
-def reindex(config, stamp, previous=None):
+def reindex(config, stamp, previous=None, progress=None):
     """Return a snapshot of the documents as they are now. In the cache folder the index is brought up to
     date (only the files that changed are read) by a connection of its own, while the questions under
     way go on with the previous snapshot's; in memory (--no-cache) it is built anew. The vectors of
-    unchanged chunks come from the cache."""
-    index, embeddings, mode, note = build_index(config), None, "lexical", ""
+    unchanged chunks come from the cache. progress: as build_index's."""
+    index, embeddings, mode, note = build_index(config, progress), None, "lexical", ""
     if config.mode != "lexical":  # the previous snapshot's cache has the old chunks' vectors
         embeddings, mode = use_embeddings(index, config, previous and previous.embeddings and previous.embeddings.cache)
     if previous:
@@ -5701,15 +5713,31 @@ def reindex(config, stamp, previous=None):
 
 class LiveIndex:
     """The current snapshot: at most every RELOAD_SECONDS one request stats the files and, if one changed,
-    re-reads them while the others go on with the old snapshot; the new one replaces it in one step."""
+    re-reads them while the others go on with the old snapshot; the new one replaces it in one step.
+    While the documents are first read (read_first), a request gets the files read so far (an index in
+    the cache folder has them committed), or is told how far the reading has come."""
 
-    def __init__(self, config):
+    def __init__(self, config, read_now=True):
         import threading  # here, not at the top: see the note after the imports
         self.config, self.lock, self.checked = config, threading.Lock(), time.monotonic()
-        self.snapshot = reindex(config, docs_stamp(config.docs))
+        self.snapshot, self.reading, self.so_far = None, None, None
+        if read_now:
+            self.read_first()
+
+    def read_first(self, progress=None):
+        """Read the documents (in the main thread, so that worker processes can be started), telling
+        progress too, if given."""
+        def progressed(reading):
+            self.reading = reading or self.reading
+            if progress:
+                progress(reading)
+        self.snapshot = reindex(self.config, docs_stamp(self.config.docs), progress=progressed)
+        self.checked, self.so_far = time.monotonic(), None
 
     def current(self):
         snapshot = self.snapshot
+        if snapshot is None:
+            return self.read_so_far()
         if time.monotonic() - self.checked < RELOAD_SECONDS or not self.lock.acquire(blocking=False):
             return snapshot
         try:
@@ -5726,6 +5754,28 @@ class LiveIndex:
         finally:
             self.lock.release()
         return snapshot
+
+    def read_so_far(self):
+        """Return a snapshot of the files read so far, while the first reading goes on: one committed in the
+        cache folder, looked at again every RELOAD_SECONDS; a RagError (503) while there is none."""
+        reading, so_far = self.reading, self.so_far
+        if self.config.cache and reading and (not so_far or time.monotonic() - self.checked >= RELOAD_SECONDS) \
+                and self.lock.acquire(blocking=False):
+            try:
+                index = Index(index_path(self.config.cache, self.config.docs))
+                index.db.execute("BEGIN")  # pinned, as build_index does
+                index.read_lengths()
+                if index.size and self.snapshot is None:
+                    self.so_far = so_far = Snapshot(index, None, "lexical", (), reading=reading)
+                self.checked = time.monotonic()
+            finally:
+                self.lock.release()
+        if self.snapshot is not None:
+            return self.snapshot
+        if so_far is None:
+            told = f": {reading_line(reading)}" if reading else ""
+            raise RagError(f"still reading the documents{told}; ask again when it is done", status=503)
+        return replace(so_far, reading=self.reading)
 
 
 class ModelQueue:
@@ -5858,9 +5908,10 @@ def question_asked(site, params):
 def head_line(snapshot, question, hits, mode):
     """Return the first line of an answer, or a search's result: the --json line, with each hit's chunk
     number, where it is, an excerpt, and the index's generation (with the note of its last re-read)."""
+    reading = {"reading": reading_line(snapshot.reading)} if snapshot.reading else {}
     return json_line(question, hits, mode=mode, passages=[hit.number for hit in hits],
                      places=[place(hit.chunk) for hit in hits], excerpts=[excerpt(hit.chunk.text, question) for hit in hits],
-                     generation=snapshot.generation, note=snapshot.note)
+                     generation=snapshot.generation, note=snapshot.note, **reading)
 
 
 def route_ask(handler, site, params):
@@ -5961,11 +6012,16 @@ def route_explain(handler, site, params):
 
 
 def route_status(handler, site, params):
-    """GET /api/status: what is served: how many documents and chunks, the mode, the model, the last re-read."""
-    snapshot = site.live.current()
+    """GET /api/status: what is served: how many documents and chunks, the mode, the model, the last re-read;
+    while the documents are first read, how far that has come ("reading")."""
+    try:
+        snapshot = site.live.current()
+    except RagError:  # nothing read yet
+        snapshot = Snapshot(Index(), None, "lexical", (), reading=site.live.reading)
+    reading = snapshot.reading and dict(vars(snapshot.reading), line=reading_line(snapshot.reading))
     send(handler, 200, {"documents": len(snapshot.index.sources()), "chunks": snapshot.index.size,
                         "mode": snapshot.mode, "model": site.config.model, "generation": snapshot.generation,
-                        "note": snapshot.note, "version": VERSION})
+                        "note": snapshot.note, "reading": reading, "version": VERSION})
 
 
 # The routes, by exact path: the method each takes and the function that answers (handler, site, params).
@@ -5982,10 +6038,10 @@ ROUTES = {"/": ("GET", lambda handler, site, params: send(handler, 200, PAGE, "t
 class Site:
     """What every request shares: the settings, the live index, the model queue and the access rules."""
 
-    def __init__(self, config, host, port, token, model_calls, log_questions, public_url=""):
+    def __init__(self, config, host, port, token, model_calls, log_questions, public_url="", read_now=True):
         import socket  # here, not at the top: see the note after the imports
         self.config, self.port, self.token, self.log_questions = config, port, token, log_questions
-        self.live, self.queue = LiveIndex(config), ModelQueue(model_calls)
+        self.live, self.queue = LiveIndex(config, read_now), ModelQueue(model_calls)
         self.names = {"localhost", host.lower()}
         if token:  # off loopback: also the machine's names
             self.names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
@@ -6081,8 +6137,10 @@ def access_token(host, given=None):
     return None if is_loopback(f"http://[{host}]/" if ":" in host else f"http://{host}/") else secrets.token_urlsafe(18)
 
 
-def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CALLS, log_questions=False, public_url=""):
-    """Return the page's HTTP server at address ("HOST:PORT"; port 0: a free one), ready to serve_forever()."""
+def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CALLS, log_questions=False, public_url="",
+                read_now=True):
+    """Return the page's HTTP server at address ("HOST:PORT"; port 0: a free one), ready to serve_forever();
+    with the documents read, unless read_now is False (then server.site.live.read_first() reads them)."""
     import socket  # here, not at the top: see the note after the imports
     host, _, port = address.rpartition(":") if ":" in address else ("", "", address) if address.isdigit() \
         else (address, "", "8000")  # "8000" is a port, "0.0.0.0" a host
@@ -6098,7 +6156,7 @@ def make_server(config, address=SERVE_ADDRESS, token=None, model_calls=MODEL_CAL
     except (OSError, OverflowError) as e:  # a port in use, an address this machine does not have
         raise RagError(f"--serve {address}: cannot listen there ({getattr(e, 'strerror', None) or e}); "
                        "choose another address or port") from None
-    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions, public_url)
+    server.site = Site(config, host, server.server_address[1], token, model_calls, log_questions, public_url, read_now)
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else f"[{host}]" if ":" in host else host
     server.url = f"http://{shown}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
     return server
@@ -6189,15 +6247,28 @@ def serve_options(parser):
                         help="with --serve behind a proxy: the address people open (https://rag.example.com)")
 
 
+def said_when_read(reading):
+    """Say how long the first reading took, when it took long: the page shows how far it has come (a line
+    that rewrites itself would be broken up by the requests' log lines)."""
+    if reading and reading.done and reading.seconds >= PROGRESS_AFTER_SECONDS:
+        inform(f"read {reading.total_files:,} files ({megabytes(reading.total_size)} MB) in {reading.seconds:,.1f} s")
+
+
 def serve(args, config):
     """Serve the page until Ctrl-C; return the exit code."""
     if args.question or args.eval or args.search or args.explain or args.show_prompt:
         raise RagError("--serve asks its questions on the page; drop the question, --search, --eval, --explain "
                        "and --show-prompt", 2)
-    server = make_server(config, args.serve, args.token, args.model_calls, args.log_questions, args.public_url)
+    import threading  # here, not at the top: see the note after the imports
+    server = make_server(config, args.serve, args.token, args.model_calls, args.log_questions, args.public_url,
+                         read_now=False)
     print(server.url, flush=True)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)  # the page says how far reading has come
+    serving.start()
     try:
-        server.serve_forever()
+        server.site.live.read_first(said_when_read)
+        while serving.is_alive():
+            serving.join(1.0)  # (a join with no timeout cannot be stopped by Ctrl-C on Windows)
     except KeyboardInterrupt:
         print(file=sys.stderr)
     return 0
@@ -6494,6 +6565,9 @@ function blocks(text, marks) {  // paragraphs as <p>, the lines of a table (colu
 function reread(view, line) {
   if (generation && line.generation !== generation && line.note)
     view.turn.insertBefore(el('p', 'reread', line.note + ' This uses the new text.'), view.status);
+  if (line.reading)
+    view.turn.insertBefore(el('p', 'reread', `Still reading the documents (${line.reading}): this uses the files `
+      + 'read so far.'), view.status);
   generation = line.generation;
 }
 
@@ -6567,20 +6641,30 @@ document.addEventListener('keydown', (event) => {
   if (event.key === '/' && document.activeElement !== box && !dialog.open) { event.preventDefault(); box.focus(); }
 });
 
+async function about() {  // what is served; while the documents are first read, how far that has come
+  try {
+    const status = await (await get('/api/status')).json();
+    generation = status.generation;
+    if (status.reading) {
+      $('about').textContent = `Reading the documents: ${status.reading.line} · `
+        + (status.chunks ? `questions use the ${status.documents} read so far` : 'questions are answered when it is done');
+      setTimeout(about, 1000);
+    } else {
+      $('about').textContent = `${status.documents} document${status.documents === 1 ? '' : 's'}, ${status.chunks} passages · `
+        + `${status.mode} search · ${status.model}`;
+    }
+  } catch (error) {
+    $('about').textContent = error.message;
+  }
+}
+
 (async function start() {
   const params = new URLSearchParams(location.search);
   if (params.has('token')) {  // kept in a cookie now: out of the address, so that it is not shared with it
     params.delete('token');
     history.replaceState(null, '', params.toString() ? '?' + params : location.pathname);
   }
-  try {
-    const status = await (await get('/api/status')).json();
-    generation = status.generation;
-    $('about').textContent = `${status.documents} document${status.documents === 1 ? '' : 's'}, ${status.chunks} passages · `
-      + `${status.mode} search · ${status.model}`;
-  } catch (error) {
-    $('about').textContent = error.message;
-  }
+  about();
   if (params.get('q')) {
     topic = params.getAll('h').map((question) => ({question, answer: ''}));
     run(params.get('q'), params.has('search'));

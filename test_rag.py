@@ -2786,6 +2786,52 @@ class ReadmeTest(TempFolder):
 
 # ----------------------------------------------------------------------------------------- Command line
 
+class ProgressTest(unittest.TestCase):
+    """A first run over two seconds shows on a terminal how far it has come, on one line that rewrites
+    itself; nothing when the output is no terminal, or is --json."""
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    def reading(self, files, pages, size, seconds, done=False):
+        return rag.Reading(files, pages, size, 400, 95_100_000, seconds, done)
+
+    def test_the_line_says_what_is_read_and_what_is_left_rewrites_itself_and_ends_in_one_line(self):
+        width = mock.patch("shutil.get_terminal_size", return_value=os.terminal_size((80, 24)))
+        width.start()
+        self.addCleanup(width.stop)
+        terminal = self.Terminal()
+        progress = rag.terminal_progress(terminal)
+        progress(self.reading(10, 100, 1_000_000, 1.0))  # under two seconds: nothing yet
+        self.assertEqual(terminal.getvalue(), "")
+        progress(self.reading(120, 2345, 12_000_000, 3.0))
+        line = "indexing: 120 of 400 files, 2,345 pages, 12 of 95 MB, 4.0 MB/s, about 21 s left"  # 79 characters
+        self.assertEqual(terminal.getvalue(), line)
+        progress(self.reading(121, 2346, 12_100_000, 3.01))  # sooner than PROGRESS_SECONDS: left as it is
+        self.assertEqual(terminal.getvalue(), line)
+        progress(None)  # a warning makes way: the line is erased
+        self.assertEqual(terminal.getvalue(), line + "\r" + " " * len(line) + "\r")
+        terminal.truncate(0), terminal.seek(0)
+        progress(self.reading(400, 9000, 95_100_000, 20.0, done=True))
+        self.assertEqual(terminal.getvalue(), "rag.py: indexed 400 files (9,000 pages, 95 MB) in 20.0 s\n")
+        terminal.truncate(0), terminal.seek(0)
+        width.stop()
+        with mock.patch("shutil.get_terminal_size", return_value=os.terminal_size((40, 24))):
+            rag.terminal_progress(terminal)(self.reading(1, 0, 5_000_000, 600.0))  # a narrow one: the line is cut
+        width.start()
+        self.assertEqual(terminal.getvalue(), "indexing: 1 of 400 files, 5.0 of 95 MB,")  # (a line that wraps stays)
+        self.assertEqual(rag.reading_line(self.reading(1, 0, 5_000_000, 600.0)).split(", ")[-1], "about 180 min left")
+
+    def test_nothing_is_shown_when_the_output_is_piped_or_json(self):
+        self.assertIsNone(rag.terminal_progress(io.StringIO()))
+        with mock.patch.object(rag, "build_index", side_effect=rag.RagError("stop")) as build, \
+                mock.patch.object(rag.sys, "stderr", self.Terminal()):
+            rag.main(["--search", "--json", "x"])
+            rag.main(["--search", "x"])
+        self.assertEqual([call.args[1] is None for call in build.call_args_list], [True, False])
+
+
 class CommandLineTest(TempFolder):
 
     def test_show_text_prints_what_was_read_of_each_document(self):
@@ -4783,6 +4829,85 @@ class PageLiveIndexTest(unittest.TestCase):
             now = self.live.current()
         self.assertIn("111", self.texts(now))
         self.assertIn("Could not re-read", now.note)
+
+
+class PageFirstReadingTest(ServerCase):
+    """The page is served while the documents are first read: it says how far the reading has come, and
+    answers from the files read so far (an index in the cache folder has them), or says it will."""
+
+    def setUp(self):
+        self.fake = FakeModel()
+        self.addCleanup(self.fake.close)
+        self.docs, self.cache = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.docs)
+        self.addCleanup(shutil.rmtree, self.cache)
+        for name, text in (("a.md", "# Alpha\n\nThe alpha code is 111."), ("b.md", "# Beta\n\nThe beta code is 222."),
+                           ("c.md", "# Gamma\n\nThe gamma code is 333.")):
+            with open(os.path.join(self.docs, name), "w") as f:
+                f.write(text)
+        self.log = io.StringIO()
+        stderr = contextlib.redirect_stderr(self.log)
+        stderr.__enter__()
+        self.addCleanup(stderr.__exit__, None, None, None)
+        self.go = threading.Semaphore(0)  # a batch (here one file) is read when released
+        real = rag.make_part
+
+        def make_part(files, *args):
+            self.go.acquire()
+            return real(files, *args)
+        for patch in (mock.patch.object(rag, "make_part", make_part), mock.patch.object(rag, "INDEX_PART_BYTES", 10),
+                      mock.patch.object(rag, "RELOAD_SECONDS", 0.0)):
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def read_first(self, cache):
+        self.start(config_for(self.fake.url, [self.docs], cache=cache), read_now=False)
+        reading = threading.Thread(target=self.server.site.live.read_first)
+        reading.start()
+        self.addCleanup(reading.join)
+        self.addCleanup(self.go.release, 3)
+        return reading
+
+    def status(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)  # (asked often: closed at once)
+        try:
+            connection.request("GET", "/api/status")
+            return json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
+
+    def test_while_reading_the_page_says_how_far_it_has_come_and_answers_from_the_files_read(self):
+        reading = self.read_first(self.cache)
+        self.assertTrue(eventually(lambda: self.status()["reading"]))  # the files are counted
+        status = self.status()
+        self.assertEqual((status["reading"]["files"], status["reading"]["total_files"], status["chunks"]), (0, 3, 0))
+        self.assertRegex(status["reading"]["line"], r"^0 of 3 files, 0.0 of 0.0 MB")
+        code, _, text = self.request("GET", "/api/search?q=code")
+        self.assertEqual(code, 503)
+        self.assertRegex(text, r"^still reading the documents: 0 of 3 files, .+; ask again when it is done$")
+        self.go.release()  # a.md is read and committed
+        self.assertTrue(eventually(lambda: self.status()["chunks"] == 1))
+        self.assertEqual(self.status()["reading"]["files"], 1)
+        found = json.loads(self.request("GET", "/api/search?q=alpha+code")[2])
+        self.assertEqual(([hit["source"] for hit in found["hits"]], found["reading"].split(",")[0]), (["a.md"], "1 of 3 files"))
+        head, *_, final = self.ask("What is the alpha code?")
+        self.assertEqual((head["reading"].split(",")[0], final["citations"]), ("1 of 3 files", [1]))
+        self.go.release(2)
+        reading.join(10)
+        status = self.status()
+        self.assertEqual((status["reading"], status["documents"], status["chunks"]), (None, 3, 3))
+        self.assertEqual(len(json.loads(self.request("GET", "/api/search?q=code")[2])["hits"]), 3)
+
+    def test_an_index_in_memory_is_searched_when_the_reading_is_done(self):
+        reading = self.read_first("")
+        self.go.release(2)
+        self.assertTrue(eventually(lambda: (self.status()["reading"] or {}).get("files") == 2))
+        code, _, text = self.request("POST", "/api/ask", {"question": "What is the alpha code?"})
+        self.assertEqual(code, 503)
+        self.assertRegex(text, r"^still reading the documents: 2 of 3 files,")
+        self.go.release()
+        reading.join(10)
+        self.assertEqual(self.ask("What is the alpha code?")[-1]["citations"], [1])
 
 
 class PageModelQueueTest(unittest.TestCase):
