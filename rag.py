@@ -2900,11 +2900,11 @@ def reading_line(reading):
     """
     rate = reading.size / max(reading.seconds, 1e-6)
     seconds = (reading.total_size - reading.size) / rate if reading.size else 0
-    left = "" if not reading.size else f", about {seconds / 60:,.0f} min left" if seconds >= 90 else \
-        f", about {seconds:.0f} s left"
+    left = "" if not reading.size else f", {rate / 1e6:,.1f} MB/s, about {seconds / 60:,.0f} min left" \
+        if seconds >= 90 else f", {rate / 1e6:,.1f} MB/s, about {seconds:.0f} s left"
     pages = f", {reading.pages:,} pages" if reading.pages else ""
     return (f"{reading.files:,} of {reading.total_files:,} files{pages}, {megabytes(reading.size)} of "
-            f"{megabytes(reading.total_size)} MB, {rate / 1e6:,.1f} MB/s{left}")
+            f"{megabytes(reading.total_size)} MB{left}")
 
 
 def megabytes(size):
@@ -6400,7 +6400,7 @@ const path = (heading) => heading.split(' > ').join(' › ');
 const widen = (node, share) => { node.style.width = (100 * share).toFixed(2) + '%'; return node; };
 const get = async (url, options) => {
   const response = await fetch(url, options);
-  if (!response.ok) throw new Error(await response.text());
+  if (!response.ok) throw Object.assign(new Error(await response.text()), {status: response.status});
   return response;
 };
 
@@ -6444,8 +6444,12 @@ async function run(question, search) {
       if (!view.done) throw new Error('the answer stopped before its end (did rag.py stop?)');
     }
   } catch (error) {
-    status.textContent = 'Failed: ' + error.message;
-    status.className = 'status problem';
+    if (error.status === 503) {  // still reading the documents, with none read yet: not a failure
+      status.textContent = error.message[0].toUpperCase() + error.message.slice(1) + '.';
+    } else {
+      status.textContent = 'Failed: ' + error.message;
+      status.className = 'status problem';
+    }
   }
   busy(false);
 }

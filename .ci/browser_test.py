@@ -208,6 +208,54 @@ def main(shots):
             second.wait()
             warner.close()
 
+        # A big folder, served as it is first read: the page says how far the reading has come, answers from
+        # what is read so far (or says it will), and names the other files that hold a passage's text.
+        big, big_cache = tempfile.mkdtemp(prefix="rag-browser-big-"), tempfile.mkdtemp(prefix="rag-browser-cache-")
+        for n in range(600):  # 22 MB of copies of the handbook, as a shared drive has them
+            os.makedirs(os.path.join(big, f"team{n % 6}"), exist_ok=True)
+            shutil.copy(HANDBOOK, os.path.join(big, f"team{n % 6}", f"handbook ({n}).txt"))
+        model = FakeModel(text="Expense reports are due within 30 days [1].")
+        third, third_url = start([sys.executable, "-u", RAG, "--serve", "127.0.0.1:0", "--docs", big, "--cache", big_cache],
+                                 env=dict(os.environ, OLLAMA_HOST=model.url))
+        try:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            driver.get(third_url)
+            about = WebDriverWait(driver, 20, poll_frequency=0.05).until(lambda d: d.find_element(By.ID, "about").text)
+            check(f"the page says it is reading the documents ({about})", about.startswith("Reading the documents: ")
+                  and " of 600 files" in about)
+            shot("14-reading")
+            driver.find_element(By.ID, "q").send_keys("When do I have to file my expense report?" + Keys.ENTER)
+            turn = WebDriverWait(driver, 60).until(lambda d: turns() and (turns()[0].find_elements(By.CSS_SELECTOR, ".actions")
+                                                                          or "ask again" in turns()[0].text) and turns()[0])
+            said = turn.text
+            check(f"a question while reading is answered from the files read so far, or told to wait ({said[:150]!r})",
+                  "Still reading the documents" in said and "30 days" in said or "ask again when it is done." in said
+                  and "Failed" not in said)
+            shot("15-asked-while-reading")
+            about = WebDriverWait(driver, 120, poll_frequency=0.05).until(
+                lambda d: ("read so far" in d.find_element(By.ID, "about").text or "Reading" not in d.find_element(By.ID, "about").text)
+                and d.find_element(By.ID, "about").text)
+            if "read so far" in about:  # (it is, unless the reading ended within one look of the page's)
+                driver.find_element(By.ID, "q").send_keys("Who approves a late expense report?" + Keys.ENTER)
+                turn = finished(2)
+                check("a question while reading is answered from the files read so far, and says so",
+                      "Still reading the documents" in turn.text and "uses the files read so far" in turn.text)
+                shot("15b-answered-while-reading")
+            WebDriverWait(driver, 120).until(lambda d: not d.find_element(By.ID, "about").text.startswith("Reading"))
+            time.sleep(1.5)
+            driver.get(third_url + "?q=When+do+I+have+to+file+my+expense+report%3F")
+            turn = finished(1)
+            check("once read, the page says what it serves", driver.find_element(By.ID, "about").text.startswith("600 documents"))
+            sources = turn.find_element(By.CSS_SELECTOR, ".sources").text
+            check(f"the same text in other files is one source, naming them ({sources[:80]}...)", "also in" in sources and "more" in sources)
+            shot("16-copies")
+        finally:
+            third.terminate()
+            third.wait()
+            model.close()
+            shutil.rmtree(big)
+            shutil.rmtree(big_cache)
+
         logs = [entry["message"] for entry in driver.get_log("browser")]
         check("no Content-Security-Policy violation or script error", not [m for m in logs if "Security Policy" in m or "Uncaught" in m])
         for message in logs:
