@@ -3781,8 +3781,12 @@ class PdfHostileFilesTest(unittest.TestCase):
     def test_flate_bomb(self):
         objects = one_page(b"")
         objects[4] = stream(b"/Filter/FlateDecode", zlib.compress(b"\0" * (4 * 2**20), 9))  # 4 MiB from 4 KiB
-        with mock.patch.object(rag, "PDF_MAX_INFLATED", 2**20):
-            self.assert_skipped(write_pdf(objects), "zip bomb")
+        with mock.patch.object(rag, "PDF_MAX_INFLATED", 2**20):  # and 1 MiB for its one page
+            self.assert_skipped(write_pdf(objects), r"more than its 2 MiB when decompressed (PDF_MAX_INFLATED, and "
+                                                    "PDF_PAGE_INFLATED a page, in rag.py): a zip bomb?")
+        objects[4] = stream(b"/Filter/FlateDecode", zlib.compress(HELLO + b" " * (4 * 2**20), 9))
+        with mock.patch.object(rag, "PDF_MAX_INFLATED", 2**20), mock.patch.object(rag, "PDF_PAGE_INFLATED", 4 * 2**20):
+            self.assertEqual(quiet_pages(write_pdf(objects))[0], ["Hello world"])  # a budget that grows with the pages
 
     def test_deeply_nested_arrays(self):
         self.assert_skipped(write_pdf(one_page(HELLO)[:3] + [b"[" * 50000] + one_page(HELLO)[4:]), "nested deeper")
@@ -3802,8 +3806,8 @@ class PdfHostileFilesTest(unittest.TestCase):
         forms = [stream(b"/Subtype/Form/Resources<</XObject<</X %d 0 R>>/Font<</F1 4 0 R>>>>" % (n + 1),
                         b"BT /F1 10 Tf 72 700 Td (x) Tj ET " + b"/X Do " * 30) for n in range(6, 14)]
         objects = one_page(b"/X Do", extra=forms, info=b"/XObject<</X 6 0 R>>")
-        with mock.patch.object(rag, "PDF_MAX_SECONDS", 0.5):
-            self.assert_skipped(write_pdf(objects), "took longer than")
+        with mock.patch.object(rag, "PDF_MAX_SECONDS", 0.5), mock.patch.object(rag, "PDF_PAGE_SECONDS", 0.25):
+            self.assert_skipped(write_pdf(objects), "took longer than its 1 s (PDF_MAX_SECONDS, and PDF_PAGE_SECONDS a page")
 
     def test_reference_cycles_end(self):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (ok) Tj ET", extra=[b"7 0 R", b"6 0 R"])
