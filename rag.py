@@ -72,6 +72,8 @@ INDEX_WORKERS = 8          # processes reading files at once, at most (and at mo
 PROGRESS_AFTER_SECONDS = 2.0  # reading that takes longer shows its progress on a terminal
 PROGRESS_SECONDS = 0.25    # the progress line is rewritten this often at most
 MAX_PARTS = 64             # a run that changes files adds a part to the index: more than this are merged
+CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
+CACHED_CHUNKS = 2000       # chunks kept for the next questions, at most (about 2 KB each)
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
@@ -1088,7 +1090,7 @@ class Index:
             raise RagError("this Python was built without its sqlite3 module, which rag.py keeps its index in: "
                            "run rag.py with another Python (python.org's, or the system's)")
         import threading  # here, not at the top: see the note after the imports
-        self.path, self.weights, self.cached = path, {}, {}
+        self.path, self.weights, self.cached, self.kept, self.scored = path, {}, {}, 0, ((), [])
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it (see rows)
         self.lock = threading.Lock()
@@ -1102,7 +1104,7 @@ class Index:
         for numbers, lengths in self.rows("SELECT numbers, lengths FROM parts ORDER BY part"):
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
-        self.size, self.weights, self.cached = len(self.numbers), {}, {}
+        self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), [])
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
         # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
         self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
@@ -1121,13 +1123,19 @@ class Index:
 
     def weights_of(self, token):
         """Return the chunk numbers that hold the token and its BM25 weight in each: idf * tf part, as
-        bm25_idf and bm25_tf compute them. Worked out the first time a question asks for the token."""
-        if token not in self.weights:
+        bm25_idf and bm25_tf compute them. Worked out the first time a question asks for the token, and
+        kept for the next ones: the tokens asked for last, up to CACHED_POSTINGS chunk numbers in all."""
+        found = self.weights.get(token)
+        if found is None:
             numbers, counts = self.postings(token)
             idf, norms = bm25_idf(self.size, len(numbers)), self.norms
-            self.weights[token] = (numbers, [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
-                                             for number, n in zip(numbers, counts)])
-        return self.weights[token]
+            found = (numbers, array("d", [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
+                                          for number, n in zip(numbers, counts)]))
+            with self.lock:  # (the page's threads ask at once)
+                self.weights[token], self.kept = found, self.kept + len(numbers)
+                while self.kept > CACHED_POSTINGS and len(self.weights) > 1:  # the oldest go first
+                    self.kept -= len(self.weights.pop(next(iter(self.weights)))[0])
+        return found
 
     def chunk_frequency(self, token):
         """Return how many chunks hold the token."""
@@ -1143,16 +1151,20 @@ class Index:
         """Return [(chunk number, score)] of the k best chunks for a query, best first: the sum over its
         tokens of each one's weight in the query (1; more for a word a long question repeats, less for an
         earlier question's) times its BM25 weight in the chunk. Ties go to the earlier chunk, so the same
-        question always gets the same hits."""
-        scores = [0.0] * len(self.norms)
-        for token, boost in weights.items():
-            numbers, bm25 = self.weights_of(token)
-            if boost == 1.0:  # a question's own token: no multiplication to pay
-                for number, weight in zip(numbers, bm25):
-                    scores[number] += weight
-            else:
-                for number, weight in zip(numbers, bm25):
-                    scores[number] += boost * weight
+        question always gets the same hits. The scores of the last query are kept: when copies take the
+        places of the best (see rank), the same query is asked for more."""
+        query, scores = self.scored
+        if query != tuple(weights.items()):
+            scores = [0.0] * len(self.norms)
+            for token, boost in weights.items():
+                numbers, bm25 = self.weights_of(token)
+                if boost == 1.0:  # a question's own token: no multiplication to pay
+                    for number, weight in zip(numbers, bm25):
+                        scores[number] += weight
+                else:
+                    for number, weight in zip(numbers, bm25):
+                        scores[number] += boost * weight
+            self.scored = (tuple(weights.items()), scores)  # (in one step: the page's threads read it)
         # Every weight is positive, so the chunks found are those with a score: no set of them is needed.
         # Only the chunks that reach the k-th best score can be among the k best. heapq finds that score
         # among the scores found (bare floats, picked by itertools in C); the chunks that reach it are
@@ -1172,15 +1184,18 @@ class Index:
 
     def chunks_numbered(self, numbers, keep=True):
         """Return the chunks of these numbers, read in one go (and kept, unless told not to: the same hits
-        come back)."""
-        read = {number: self.cached[number] for number in numbers if number in self.cached}
+        come back; up to CACHED_CHUNKS of them, the last read)."""
+        read = {number: chunk for number, chunk in zip(numbers, map(self.cached.get, numbers)) if chunk}
         with self.lock:
             rows = list(rows_where(self.db, "SELECT number, source, heading, first_line, last_line, first_page, "
                                    "last_page, text FROM chunks WHERE number IN ({})", [n for n in numbers if n not in read]))
         for number, source, heading, first, last, first_page, last_page, text in rows:
             read[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
         if keep:
-            self.cached.update(read)
+            with self.lock:
+                self.cached.update(read)
+                for _ in range(len(self.cached) - CACHED_CHUNKS):  # the oldest go first
+                    self.cached.pop(next(iter(self.cached)))
         return [read[number] for number in numbers]
 
     def digests(self):
@@ -1532,14 +1547,14 @@ def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
 def part_of(read, kept=None, notes=(), batch_size=0):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
     (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read)."""
-    chunks, lengths, postings = [], array("I"), {}  # postings: token -> ([numbers], [counts])
+    chunks, lengths, postings = [], array("I"), {}  # postings: token -> (array of numbers, array of counts)
     for file, file_chunks in read:
         for chunk in file_chunks:
             tokens, number = tokenize(indexed_text(chunk)), len(chunks)
             for token, count in Counter(tokens).items():
                 posting = postings.get(token)
-                if posting is None:
-                    posting = postings[token] = ([], [])
+                if posting is None:  # (arrays: 6 bytes a posting, where lists of ints took some 70)
+                    posting = postings[token] = (array("I"), array("H"))
                 posting[0].append(number)
                 posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
             chunks.append((file.path, chunk))
@@ -1571,13 +1586,13 @@ def add_part(index, part):
     if not part.chunks:  # files with no text (a scan, say): kept, so they are not read and said at every run
         return
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [(base + number, path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
+                   ((base + number, path, chunk.source, chunk.heading, chunk.first_line, chunk.last_line,
                      *(chunk.pages or (0, 0)), chunk.text, part_id, text_key(chunk.text))
-                    for number, (path, chunk) in enumerate(part.chunks)])
+                    for number, (path, chunk) in enumerate(part.chunks)))
     # A part's rows go in after every earlier part's, in token order, as the table keeps them (by part, then
     # token): a commit writes only new pages. Kept by token first, every part wrote into pages all over the
     # table: 13.3 s of SQL for a 149 MB folder (28 parts) instead of 3.6 s with this order and bigger parts.
-    numbers = array("I", [number + base for number in part.numbers]).tobytes() if base else part.numbers.tobytes()
+    numbers = array("I", map(base.__add__, part.numbers)).tobytes() if base else part.numbers.tobytes()
     counts = part.counts.tobytes()
     db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)",
                    ((part_id, token, numbers[4 * start:4 * end], counts[2 * start:2 * end])  # (4 and 2 bytes each)
@@ -2476,7 +2491,8 @@ def distinct_hits(ranking, chunks):
     """
     hits, texts = [], []  # texts: each hit's words as " word word ... ", and as a set
     for (number, score), chunk in zip(ranking, chunks):
-        words = ALL_WORDS.findall(chunk.text.lower())
+        lowered = chunk.text.lower()  # (ASCII text is split faster by translate, as tokenize does)
+        words = lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
         text, longest = " " + " ".join(words) + " ", max(words, key=len, default="")
         # A text that holds this one has its longest word: a set tells that at once, and "in" is asked
         # only of those (at k = 100, the hits of a question took 3 times longer without this).
@@ -2489,7 +2505,7 @@ def distinct_hits(ranking, chunks):
     return hits
 
 
-ALL_WORDS = re.compile(r"\w+")  # words in any script (CJK runs whole), to compare texts
+ALL_WORDS = re.compile(r"[^\W_]+")  # letters and digits in any script (CJK runs whole), to compare texts
 
 
 def also_in(copies, most=3):

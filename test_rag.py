@@ -809,6 +809,23 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual([h.chunk.source for h in search(index, "per diem travel", 3)],
                          ["1.txt", "2.txt", "0.txt"])
 
+    def test_what_is_kept_for_the_next_questions_is_bounded_and_changes_no_score(self):
+        rng = random.Random(3)
+        words = "per diem japan trains leave annual laptop desk report book early days euro hotel".split()
+        texts = [" ".join(rng.choice(words) for _ in range(30)) for _ in range(200)]
+        questions = [" ".join(rng.sample(words, 3)) for _ in range(40)]
+        fresh = [search(index_of(*texts), question, 7) for question in questions]
+        index = index_of(*texts)
+        with mock.patch.object(rag, "CACHED_POSTINGS", 500), mock.patch.object(rag, "CACHED_CHUNKS", 10):
+            kept = []
+            for question, expected in zip(questions, fresh):
+                self.assertEqual([(hit.number, hit.score) for hit in search(index, question, 7)],
+                                 [(hit.number, hit.score) for hit in expected])
+                kept.append((index.kept, sum(len(numbers) for numbers, _ in index.weights.values()), len(index.cached)))
+        self.assertTrue(all(postings <= 500 + 200 and postings == counted and chunks <= 10 for postings, counted, chunks in kept), kept)
+        self.assertEqual(rag.Index.search(index, rag.make_query(questions[0]).weights, 3),
+                         index_of(*texts).search(rag.make_query(questions[0]).weights, 3))  # the last scores, kept
+
     def test_ties_break_by_chunk_order(self):
         index = index_of("same words here", "other", "here same words", "words here same")  # (one text thrice: one hit)
         self.assertEqual([h.chunk.source for h in search(index, "same words")], ["0.txt", "2.txt", "3.txt"])
@@ -1810,6 +1827,9 @@ class RetrieveTest(unittest.TestCase):
                          [(1, "a.md", 3.0, ["c.txt"]), (2, "b.md", 2.0, [])])
         changed = rag.distinct_hits([(0, 3.0), (2, 1.0)], [chunks[0], rag.replace(chunks[2], text="Book late.")])
         self.assertEqual(len(changed), 2)  # one word changed: another text
+        exported = rag.Chunk("a.pdf", "", 1, 3, "It\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
+        copied = rag.Chunk("a.docx", "", 1, 1, "it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
+        self.assertEqual(len(rag.distinct_hits([(0, 2.0), (1, 1.0)], [exported, copied])), 1)
 
     def test_copies_of_a_section_take_one_place_among_the_hits(self):
         """Eight files hold the handbook's "Before your first day" section. Nine hits of that text pushed
