@@ -2468,32 +2468,35 @@ def rank(index, question, k, mode, embeddings=None, earlier=()):
     same text found in several files is one hit (distinct_hits): the ranking goes deeper to find k."""
     ranking_of = RANKINGS[mode]
     queries = [make_query(part, earlier) for part in [question] + sub_queries(question)]
-    depth = k
+    depth, words = k, {}  # words: each chunk's, worked out once
     while True:
         if len(queries) > 1:
             ranking = interleave([ranking_of(index, query, depth, embeddings) for query in queries])[:depth]
         else:
             ranking = ranking_of(index, queries[0], depth, embeddings)
-        hits = distinct_hits(ranking, index.chunks_numbered([number for number, _ in ranking]))
+        hits = distinct_hits(ranking, index.chunks_numbered([number for number, _ in ranking]), words)
         if len(hits) >= k or len(ranking) < depth:  # enough, or all there is
             return hits[:k]
         depth += (k - len(hits)) * -(-len(ranking) // len(hits))  # as many more as the copies so far suggest
 
 
-def distinct_hits(ranking, chunks):
+def distinct_hits(ranking, chunks, words_of=None):
     """Return the hits of a ranking, [(chunk number, score)] with their chunks, numbered from 1: a chunk
     whose text a hit above it holds whole (a copy of a file; the same document saved in another format,
     and so cut at other places) is not a hit of its own but one of that hit's copies. Texts are compared
     by their words, lowercased: line breaks, spaces and punctuation do not count; any other change does.
+    words_of: {chunk number: its words} worked out before, added to.
 
     Example: chunks "Book early." (a.md), "Book trains early." (b.md), "book  EARLY" (c.txt) -> hits a.md
     (with its copy c.txt) and b.md
     """
-    hits, texts = [], []  # texts: each hit's words as " word word ... ", and as a set
+    hits, texts, words_of = [], [], {} if words_of is None else words_of  # texts: each hit's, and as a set
     for (number, score), chunk in zip(ranking, chunks):
-        lowered = chunk.text.lower()  # (ASCII text is split faster by translate, as tokenize does)
-        words = lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
-        text, longest = " " + " ".join(words) + " ", max(words, key=len, default="")
+        if number not in words_of:  # (kept for a deeper ranking of the same question: see rank)
+            lowered = chunk.text.lower()  # (ASCII text is split faster by translate, as tokenize does)
+            words = lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
+            words_of[number] = (words, " " + " ".join(words) + " ", max(words, key=len, default=""))
+        words, text, longest = words_of[number]
         # A text that holds this one has its longest word: a set tells that at once, and "in" is asked
         # only of those (at k = 100, the hits of a question took 3 times longer without this).
         holder = next((at for at, (held, held_words) in enumerate(texts) if longest in held_words and text in held), None)
