@@ -64,14 +64,17 @@ DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
 INDEX_FORMAT = "rag.py index 3"  # an index database of another format, or made by another rag.py, is made anew
-INDEX_PART_BYTES = 16 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
-                               # parts committed. Each part writes a row per token it holds: at 149 MB, 28
-                               # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s (measured)
+INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
+                              # parts committed. Each part writes a row per token it holds (at 149 MB, 28
+                              # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s), and is
+                              # held whole by the process that makes it and the one that writes it: on a
+                              # 200 MB mixed folder, 16 MiB parts peaked at 525 MiB in all, 8 MiB at 354
+                              # MiB, and were slower (171 s against 146 s, one core busy elsewhere)
 INDEX_BATCH_BYTES = 2**20  # a smaller folder is read in one batch; a bigger one in three batches a core or more
 INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
 PROGRESS_AFTER_SECONDS = 2.0  # reading that takes longer shows its progress on a terminal
 PROGRESS_SECONDS = 0.25    # the progress line is rewritten this often at most
-MAX_PARTS = 64             # a run that changes files adds a part to the index: more than this are merged
+MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
 CACHED_CHUNKS = 2000       # chunks kept for the next questions, at most (about 2 KB each)
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
@@ -3650,6 +3653,7 @@ PDF_MAX_NUMBER = 2.0 ** 31      # numbers are clamped to +-this: the integer lim
 PDF_MAX_RANGE = 65536           # codes one CMap range may map: a whole 2-byte code space
 PDF_MAX_CODES = 4 * PDF_MAX_RANGE  # codes one CMap may map in all (the largest, of CJK fonts, map one space)
 MAX_CID = 65535                 # the largest glyph number (CID) a font can have (ISO 32000-2 annex C)
+PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
@@ -3683,7 +3687,8 @@ class Font:
     text: dict          # code -> its Unicode text; a code not in here has none
     widths: dict        # code -> advance in text space (1.0 = the font size)
     default_width: float
-    shown: dict = field(default_factory=dict)  # cache: string -> show_codes()'s answer
+    shown: dict = field(default_factory=dict)  # cache: string -> show_codes()'s answer (the last strings)
+    unmapped: list = field(default_factory=lambda: [0, 0])  # codes without text, and all, of the strings shown
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -4477,6 +4482,10 @@ def parse_cmap(pdf, data):
     return tuple(ranges) or ((2, 0, 0xFFFF),), mapping
 
 
+NO_TEXT = "\uffff"  # a noncharacter, never in text: a code that a font gives no text (one it maps to U+FFFD,
+                    # the replacement character, has text, if none worth keeping; both are left out)
+
+
 def show_codes(font, string):
     """Return (text, width in text space, codes, single-byte spaces) of a string shown in a font."""
     known = font.shown.get(string)
@@ -4493,10 +4502,14 @@ def show_codes(font, string):
                          and i + n <= len(string)), 1)
             codes.append(int.from_bytes(string[i:i + size], "big"))
             i += size
-    text, widths, default = font.text, font.widths, font.default_width  # "\ufffd": a code without text
-    known = ("".join([text.get(c, "\ufffd") for c in codes]), sum([widths.get(c, default) for c in codes]),
+    text, widths, default = font.text, font.widths, font.default_width  # NO_TEXT: a code without text
+    known = ("".join([text.get(c, NO_TEXT) for c in codes]), sum([widths.get(c, default) for c in codes]),
              len(codes), string.count(32) if font.code_bytes == 1 else 0)
+    if len(font.shown) >= PDF_SHOWN_KEPT:  # a long document shows ever new strings: keep the recent ones
+        font.shown.clear()
     font.shown[string] = known
+    font.unmapped[0] += known[0].count(NO_TEXT)
+    font.unmapped[1] += len(known[0])
     return known
 
 
@@ -4795,7 +4808,7 @@ def font_of(pdf, fonts, font_name):
 # other. A line spacing clearly wider than usual, or a new font size, starts a paragraph.
 # ---------------------------------------------------------------------------------------------------
 
-PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
+PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: None, 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
          0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st", **dict.fromkeys(range(10)), **dict.fromkeys(range(11, 32)),
          **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0x2F00, 0x2FD6)}}  # Kangxi radicals: 日
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own pictures, as Word's bullets
@@ -4905,9 +4918,13 @@ def pdf_pages(data, path):
         for number, (page, resources) in enumerate(pages, 1):
             drawn = {"spans": [], "images": 0}
             try:
-                contents = pdf.get(page.get("Contents"))
+                refs = page.get("Contents")
+                contents = pdf.get(refs)
                 streams = [pdf.get(s) for s in (contents if isinstance(contents, list) else [contents])]
                 content = b"\n".join(pdf.decode(s) for s in streams if isinstance(s, Stream))
+                for ref in [refs] + (contents if isinstance(contents, list) else []):  # read once: not kept, so a
+                    if isinstance(ref, Ref):                                            # file's pages are not all
+                        pdf.cache.pop(ref.num, None)                                    # held at once
                 run_content(pdf, content, resources, (IDENTITY, None, 0, 0, 0, 1, 0), drawn)
                 draw_annotations(pdf, page, drawn)
             except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
@@ -4966,10 +4983,10 @@ def draw_annotations(pdf, page, drawn):
 
 
 def unmapped_share(font):
-    """Return the share of the codes shown in a font that had no text; 0 when some had and those without
-    are too few to count (LibreOffice draws the odd sign a font lacks in DejaVu, not always mapped)."""
-    shown = [text for text, _, _, _ in font.shown.values()]
-    missing, total = sum(text.count("\ufffd") for text in shown), sum(map(len, shown))
+    """Return the share of the codes shown in a font that had no text (each string counted once it is
+    shown, again if shown after it was forgotten); 0 when some had and those without are too few to
+    count (LibreOffice draws the odd sign a font lacks in DejaVu, not always mapped)."""
+    missing, total = font.unmapped
     return missing / max(1, total) if missing >= min(total, PDF_UNMAPPED_CODES) else 0.0
 
 
