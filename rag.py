@@ -67,9 +67,9 @@ INDEX_FORMAT = "rag.py index 3"  # an index database of another format, or made 
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
                               # parts committed. Each part writes a row per token it holds (at 149 MB, 28
                               # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s), and is
-                              # held whole by the process that makes it and the one that writes it: on a
-                              # 200 MB mixed folder, 16 MiB parts peaked at 525 MiB in all, 8 MiB at 354
-                              # MiB, and were slower (171 s against 146 s, one core busy elsewhere)
+                              # held whole by the process that makes it and the one that writes it: a first
+                              # run over a 200 MB mixed folder took 65-71 s and 511-537 MiB in all with
+                              # 16 MiB parts, 70-77 s and 332-363 MiB with 8 MiB (measured, 2 cores)
 INDEX_BATCH_BYTES = 2**20  # a smaller folder is read in one batch; a bigger one in three batches a core or more
 INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
 PROGRESS_AFTER_SECONDS = 2.0  # reading that takes longer shows its progress on a terminal
