@@ -105,6 +105,9 @@ CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt
 MIN_NUM_CTX = 2048       # never ask for a smaller window than Ollama's own smallest default
 NUM_CTX_STEP = 1024      # num_ctx is rounded up to a multiple of this, so similar prompts reuse a loaded model
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
+REPEAT_PENALTY = 1.1     # a token said in the last 64 is less likely again (Ollama's default; llama-server's is
+                         # 1.0, off): SmolLM2-135M looped in 5 of 10 answers with 1.0, in 2 with 1.1
+REPEATS = 3              # a sentence or line said this often stops the answer: small models loop to the token limit
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
 UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estimated prompt tokens cut it
@@ -1951,7 +1954,7 @@ def ollama_chat_request(config, messages, prompt_tokens):
     """Return the /api/chat request: low temperature, and a context window (num_ctx) that holds prompt
     and answer (Ollama's default window is 2048-4096 tokens, and it cuts a longer prompt without a word)."""
     window = max(MIN_NUM_CTX, -(-(prompt_tokens + ANSWER_TOKENS) // NUM_CTX_STEP) * NUM_CTX_STEP)
-    options = {"temperature": TEMPERATURE, "num_ctx": window, "num_predict": ANSWER_TOKENS}
+    options = {"temperature": TEMPERATURE, "repeat_penalty": REPEAT_PENALTY, "num_ctx": window, "num_predict": ANSWER_TOKENS}
     return Request(config.server + "/api/chat", {"model": config.model, "messages": messages, "stream": True,
                                                  "options": options}, prompt_tokens, window, config.key)
 
@@ -2582,6 +2585,9 @@ def fit_hits(hits, used, budget):
 
 # A citation is a bracketed number, list or range: [1], [1, 2], [1-3]. In `code`, x[1] is code.
 CITATION = re.compile(r"\[(\d+(?:\s*[,\-–]\s*\d+)*)\]")
+LINE_OR_SENTENCE = re.compile(r"\n|(?<=[.!?])\s+|(?<=[。！？])")
+LIST_MARKER = re.compile(r"^\s*(?:[-*#>]+|\d+(?:\.\d+)*[.)]?)\s+")  # "- ", "## ", "2.1 ", "3) "
+LOOP_NOISE = re.compile(r"\[\d[\d,\s\-–]*\]|\d+")  # citations and numbers
 CODE = re.compile(r"(```.*?```|(?<!`)`[^`\n]+`(?!`))", re.DOTALL)  # split() gives prose, code, prose, ...
 INLINE_CODE = re.compile(r"((?<!`)`[^`\n]+`(?!`))")  # a chunk may begin or end inside a ``` block: only these
 
@@ -2698,7 +2704,7 @@ def check_citations(text, count):
         warnings.append(f"the answer cites {', '.join(f'[{n}]' for n in invalid)}, but only sources "
                         f"[1]-[{count}] were given: do not trust it")
     if not cited:
-        warnings.append("the answer cites no source: check it against the passages (--search)")
+        warnings.append("the answer cites no source: check it against the passages it was given")
     return [n for n in cited if n not in invalid], warnings
 
 
@@ -2738,22 +2744,41 @@ def final_warnings(final, request):
     return warnings
 
 
+def repeated(text):
+    """Return the sentence or line (of 12 characters or more) that text says REPEATS times, or "" when there
+    is none. A small model can say one sentence again and again until its token limit, changing only its
+    numbers, its list marker or its citations as it goes, so those do not count.
+
+    Example: "1. Due in 30 days [1].\n2. Due in 30 days [2].\n3. Due in 10 days." -> "due in days."
+    """
+    said = Counter(" ".join(LOOP_NOISE.sub(" ", LIST_MARKER.sub("", part)).lower().split()).replace(" .", ".")
+                   for part in LINE_OR_SENTENCE.split(text))
+    return next((part for part, times in said.items() if times >= REPEATS and len(part) >= 12), "")
+
+
 def generate(answer, config, on_text=None):
     """Return the answer with the model's text, citations and warnings. Each piece of text goes to
-    on_text as it arrives; a failure midway keeps the text so far, with the failure."""
-    pieces, final = [], {}
+    on_text as it arrives; a failure midway keeps the text so far, with the failure. An answer that
+    goes round in circles is stopped."""
+    pieces, final, loop = [], {}, ""
     stream = APIS[config.api]["chat"](answer.request, config.timeout, final)
     try:
         for piece in without_thinking(stream):
             pieces.append(piece)
             if on_text:
                 on_text(piece)
+            loop = repeated("".join(pieces))
+            if loop:
+                break
     except (RagError, KeyboardInterrupt) as e:  # Ctrl-C stops this answer; the caller decides what next
         return replace(answer, text="".join(pieces).strip(), failure=e)
     finally:
         stream.close()  # the request to the server ends now, even when on_text gave up (a closed page)
     text = "".join(pieces).strip()
     citations, warnings = check_citations(text, len(answer.hits))
+    if loop:
+        warnings.append(f'the model said "{textwrap.shorten(loop, 60, placeholder=" ...")}" {REPEATS} times, so its answer was stopped there: '
+                        "a larger model loops less")
     return replace(answer, text=text, citations=citations,
                    warnings=answer.warnings + tuple(warnings + final_warnings(final, answer.request)))
 
@@ -2846,9 +2871,8 @@ def print_answer(answer, as_json):
         return print_answer_json(answer)
     if answer.failure:
         if answer.text:  # what was said cites the passages: they stay in view
-            print("\n[answer cut short]\n\nPassages given:")
-            for number, hit in enumerate(answer.hits, 1):
-                print(f"  [{number}] {hit_label(hit, '      ')}", flush=True)
+            print("\n[answer cut short]")
+            print_sources(answer.hits, range(1, len(answer.hits) + 1), "Passages given:")
         elif isinstance(answer.failure, RagError) and answer.hits:  # the passages often answer on their own
             print("The model could not be asked; these are the passages it would have read:")
             print_hits(answer.question, answer.hits, False)
@@ -2857,9 +2881,16 @@ def print_answer(answer, as_json):
     for warning in answer.warnings:
         warn(warning)
     if answer.citations:
-        print("\nSources:")
-    for number in answer.citations:
-        print(f"  [{number}] {hit_label(answer.hits[number - 1], '      ')}")
+        print_sources(answer.hits, answer.citations, "Sources:")
+    elif answer.request:  # an answer is never left without the passages it came from
+        print_sources(answer.hits, range(1, len(answer.hits) + 1), "Passages given (the answer cites none):")
+
+
+def print_sources(hits, numbers, title):
+    """Print a title, then where each of the numbered hits is."""
+    print(f"\n{title}")
+    for number in numbers:
+        print(f"  [{number}] {hit_label(hits[number - 1], '      ')}")
     sys.stdout.flush()
 
 
@@ -3568,7 +3599,7 @@ def openai_embed(config, texts):
 def openai_chat_request(config, messages, prompt_tokens):
     """Return the /v1/chat/completions request: streamed, with the usage counts at the end."""
     body = {"model": config.model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
-            "temperature": TEMPERATURE, "max_tokens": ANSWER_TOKENS}
+            "temperature": TEMPERATURE, "repeat_penalty": REPEAT_PENALTY, "max_tokens": ANSWER_TOKENS}
     return Request(config.server + "/chat/completions", body, prompt_tokens, config.window, config.key)
 
 
@@ -6532,7 +6563,9 @@ function answered(view, line) {
     const notes = (line.error ? ['The answer is cut short: ' + line.error] : []).concat(line.warnings);
     const capital = (note) => note[0].toUpperCase() + note.slice(1);
     if (notes.length) view.turn.append(el('ul', 'warnings', ...notes.map((note) => el('li', '', capital(note)))));
-    view.turn.append(el('ul', 'sources', ...line.citations.map((n) => el('li', '', link(String(n), head, n - 1),
+    const cited = line.citations.length ? line.citations : head.hits.map((hit, i) => i + 1);  // never an answer without its sources
+    if (!line.citations.length && cited.length) view.turn.append(el('p', 'quiet', 'The passages it was given:'));
+    view.turn.append(el('ul', 'sources', ...cited.map((n) => el('li', '', link(String(n), head, n - 1),
       ` ${where(head.hits[n - 1])}` + (head.hits[n - 1].heading ? ' · ' + path(head.hits[n - 1].heading) : '')
       + also(head.hits[n - 1])))));
   }

@@ -2053,6 +2053,27 @@ class CitationTest(unittest.TestCase):
                 for expected, warning in zip(warned, warnings):
                     self.assertIn(expected, warning)
 
+    def test_a_sentence_said_a_third_time_is_a_loop_whatever_its_numbers_marks_and_citations(self):
+        loops = [
+            ("Due in 30 days [1].\n\nDue in 30 days [2].\n\nDue in 30 days.", "due in days."),
+            ("3.1 You must file it.\n\n4.1 You must file it.\n\n5.1 You must file it.", "you must file it."),
+            ("A fine of EUR 10 applies. A fine of EUR 5 applies. A fine of EUR 50 applies.", "a fine of eur applies."),
+            ("- Business expenses\n- Equipment\n- Business expenses\n- Equipment\n- Business expenses", "business expenses"),
+            ("経費精算は出張の最終日から30日以内です。" * 3, "経費精算は出張の最終日から 日以内です。"),
+        ]
+        for text, sentence in loops:
+            with self.subTest(text=text):
+                self.assertEqual(rag.repeated(text), sentence)
+        answers = [
+            "Due in 30 days [1].\n\nDue in 30 days [2].",  # twice: said again for emphasis
+            "Team leads approve up to EUR 500 [1]. Heads approve up to EUR 5,000. The CFO approves the rest.",
+            "- Yes [1]\n- Yes [2]\n- Yes [3]",  # short: a table's or a list's cells repeat
+            "3.1 You must file it.\n\n4.1 You must file it.\n\n5.1 You must",  # the third not said yet
+        ]
+        for text in answers:
+            with self.subTest(text=text):
+                self.assertEqual(rag.repeated(text), "")
+
     def test_thinking_blocks_are_removed_even_when_tags_are_split(self):
         table = [
             (["<think>plan</think>Answer"], "Answer"),
@@ -2133,11 +2154,29 @@ class AnswerTest(unittest.TestCase):
         self.assertIn("cites [9]", record["warnings"][0])
         self.assertEqual([h["rank"] for h in record["hits"]], list(range(1, len(record["hits"]) + 1)))
 
-    def test_answer_without_citation_gets_a_visible_warning(self):
+    def test_an_answer_without_citation_is_warned_of_and_shown_with_every_passage_it_was_given(self):
         code, out, err = self.ask(FakeOllama(answer="Probably soon."))
         self.assertEqual(code, 0)
-        self.assertIn("warning: the answer cites no source", err)
+        self.assertIn("warning: the answer cites no source: check it against the passages it was given", err)
+        answer, given = out.split("\n\nPassages given (the answer cites none):\n")
+        self.assertEqual(answer.strip(), "Probably soon.")
         self.assertNotIn("Sources:", out)
+        _, _, hits = self.ask(FakeOllama(), "--search")[1].partition("[1]")
+        listed = re.findall(r"^  \[(\d+)\] (handbook\.txt:\d+-\d+)", given, re.MULTILINE)
+        self.assertEqual(listed, re.findall(r"^\[(\d+)\] [\d.]+  (handbook\.txt:\d+-\d+)", "[1]" + hits, re.MULTILINE))
+        self.assertEqual(len(listed), 5)
+
+    def test_an_answer_that_says_one_sentence_again_and_again_is_stopped_at_its_third_time(self):
+        fake = FakeOllama(answer="Reports are due in 30 days [1].\n\n" + "You can file it as soon as you can.\n\n" * 40)
+        code, out, err = self.ask(fake, "--json")
+        record = json.loads(out)
+        self.assertEqual(code, 0)
+        self.assertTrue(record["answer"].startswith("Reports are due in 30 days [1].\n\nYou can file it"), record["answer"])
+        self.assertEqual(record["answer"].count("You can file it as soon as you can."), 3)  # and no more
+        self.assertEqual((record["citations"], record["warnings"]), ([1], [
+            'the model said "you can file it as soon as you can." 3 times, so its answer was stopped there: a larger model loops less']))
+        sent = self.chat_requests(fake)[0]["options"]
+        self.assertEqual(sent["repeat_penalty"], rag.REPEAT_PENALTY)  # and the server is asked not to loop
 
     def test_no_relevant_passage_refuses_without_calling_the_model(self):
         fake = FakeOllama()
@@ -3071,8 +3110,9 @@ class OpenAiServerTest(unittest.TestCase):
         self.assertTrue(out.startswith("Expense reports are due within 30 days [1]."))
         self.assertRegex(out, r"Sources:\n  \[1\] handbook\.txt:\d+-\d+  \(Expenses > Deadlines")
         body = self.chat_bodies()[0]
-        self.assertEqual((body["model"], body["stream"], body["stream_options"], body["max_tokens"], body["temperature"]),
-                         ("models/tiny-q4.gguf", True, {"include_usage": True}, rag.ANSWER_TOKENS, rag.TEMPERATURE))
+        self.assertEqual((body["model"], body["stream"], body["stream_options"], body["max_tokens"], body["temperature"],
+                          body["repeat_penalty"]),
+                         ("models/tiny-q4.gguf", True, {"include_usage": True}, rag.ANSWER_TOKENS, rag.TEMPERATURE, 1.1))
         self.assertNotIn("/api/version", [path for _, path, _ in self.fake.requests])  # /v1: no Ollama probe
 
     def test_a_server_found_out_without_v1_in_the_address(self):

@@ -203,6 +203,15 @@ def main(shots):
             check("the warnings are shown with the answer", "cites [9]" in warnings and "cut short" in warnings)
             check("a citation of a source not given is no link", turn.find_elements(By.CSS_SELECTOR, ".answer .cite.bad"))
             shot("13-phone-warnings")
+            # An answer that cites nothing (as small models write them) is shown with every passage it was given.
+            warner.text, warner.done_reason = "It is probably EUR 70 a day.", "stop"
+            driver.get(second_url + "?q=What+is+the+per+diem+in+Japan%3F")
+            turn = finished(1)
+            given = turn.find_elements(By.CSS_SELECTOR, ".sources li a.cite")
+            check("an answer citing nothing lists every passage it was given, each a link",
+                  "passages it was given" in turn.text and [a.text for a in given] == [str(n) for n in range(1, len(given) + 1)]
+                  and len(given) >= 3 and "cites no source" in turn.find_element(By.CSS_SELECTOR, ".warnings").text)
+            shot("13b-phone-uncited")
         finally:
             second.terminate()
             second.wait()
