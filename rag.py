@@ -90,6 +90,10 @@ BM25_K3 = 8.0          # query-term saturation: a word a long question repeats n
 LONG_QUESTION = 20     # tokens from which a question counts repeated words; a shorter one counts each once
                        # ("unnecessary for short queries": Manning, Raghavan & Schuetze 2008, section 11.4.3)
 TOP_K = 5              # hits shown or handed to the model
+FOCUS_SHARE = 0.7      # the model reads about this share of the k best chunks' characters: their sentences that
+FOCUS_DEPTH = 2        # share the question's words, from the k x this best hits (measured: README, "Focus")
+FOCUS_DECAY = 0.3      # a sentence of the hit ranked r (from 0) counts 1 / (1 + r x this) of its score
+FOCUS_MIN_CHARS = 1000 # passages this short are given whole: ~250 tokens, a few seconds' reading on a laptop
 HISTORY_TURNS = 2      # a follow-up is searched with the words of this many questions before it, the one j
 HISTORY_WEIGHT = 0.5   # back at this weight ** j, times OWN_TOKENS / its own tokens when it has more: on 73
 OWN_TOKENS = 3         # follow-ups of 46 conversations, hit rate@5 0.75 -> 1.00, MRR 0.70 -> 0.93 (README)
@@ -242,6 +246,7 @@ class Hit:
     chunk: Chunk
     number: int = 0   # the chunk's number in the index
     copies: tuple = ()  # chunks found lower that hold no other text (a copy of the file, another format of it)
+    given: str = ""   # the part of its text the model is given, cuts marked […; "": all of it
 
 
 @dataclass(frozen=True)
@@ -2526,18 +2531,18 @@ def also_in(copies, most=3):
     return "also in " + ", ".join(map(where, copies[:most])) + more
 
 
-def retrieve(index, question, config, embeddings=None, earlier=()):
-    """Return (hits, mode): the config.k best hits for the question (which may follow up on the earlier
-    questions), and the mode that found them. In hybrid mode, a question that cannot be embedded (the
+def retrieve(index, question, config, embeddings=None, earlier=(), depth=0):
+    """Return (hits, mode): the config.k (or depth) best hits for the question (which may follow up on the
+    earlier questions), and the mode that found them. In hybrid mode, a question that cannot be embedded (the
     server went away) is searched by words, and so are the later ones: the mode returned says so, and
     the warning is given once."""
     try:
-        return rank(index, question, config.k, config.mode, embeddings, earlier), config.mode
+        return rank(index, question, depth or config.k, config.mode, embeddings, earlier), config.mode
     except RagError as e:
         if config.mode != "hybrid":
             raise
         warn(f"searching by words only from now on: the question could not be embedded ({e})")
-        return rank(index, question, config.k, "lexical", earlier=earlier), "lexical"
+        return rank(index, question, depth or config.k, "lexical", earlier=earlier), "lexical"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2576,16 +2581,81 @@ def fit_hits(hits, used, budget):
     the prompt), renumbered 1, 2, ... as the model will see them."""
     kept = []
     for hit in hits:
-        cost = estimate_tokens(passage_block(len(kept) + 1, hit.chunk, hit.copies)) + 1  # 1: the blank line between
+        cost = estimate_tokens(passage_block(len(kept) + 1, hit)) + 1  # 1: the blank line between
         if used + cost <= budget:
             kept.append(replace(hit, rank=len(kept) + 1))
             used += cost
     return kept
 
 
+# A sentence ends at a blank line, at 。！？, or at .!? before a space or line break (lines are often wrapped
+# mid-sentence), except after an initial or a short title ("Robert R. Gilruth", "St. Johns", "Dr. No", "e.g."):
+# an answer cut there would be cut in two.
+SENTENCE_BREAK = re.compile(r"(?<=\n)(?=\n)|(?<=\n\n)|(?<=[.!?])(?<!\b[A-Za-z]\.)(?<!\b[A-Z][a-z]\.)(?<!\b[A-Z][a-z]{2}\.)(?=\s)|(?<=[。！？])")
+LINE_OR_SENTENCE = re.compile(r"\n|(?<=[.!?])\s+|(?<=[。！？])")  # what a looping model says again (its lists have no stops)
+CUT = " […] "  # where a passage given to the model leaves text out
+
+
+def sentences(text):
+    """Return the sentences and lines of text, each with the spaces after it: together, all of text.
+
+    Example: sentences("Mr. Ito flies\nat 9. He is 3.5 m tall.\n\nOk") -> ["Mr. Ito flies\nat 9.", " He is 3.5 m tall.",
+    "\n", "\n", "Ok"]
+    """
+    return [part for part in SENTENCE_BREAK.split(text) if part]
+
+
+def focus(index, hits, query, k):
+    """Return the hits with the part of each that the model is given: the sentences that share the
+    question's words, best first, each with the sentence before it (which "it" or "this" may need), until
+    FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS). A sentence counts its tokens' idf, less in a
+    lower hit; one already given (a repeated title) is not given again. Hits beyond k and sentences of no
+    shared word come last; a hit left with nothing is not given. Most of a chunk does not hold the answer,
+    and a laptop reads a prompt at tens of tokens a second (README, "Focus": a fifth to a quarter fewer characters, about the same
+    share of answers in the prompt).
+
+    Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
+    """
+    budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
+    idf = {token: bm25_idf(index.size, index.chunk_frequency(token)) for token in query.weights}
+    parts = [sentences(hit.chunk.text) for hit in hits]
+    order = []  # (-score, rank, position) of each sentence worth giving
+    for rank, pieces in enumerate(parts):
+        for at, piece in enumerate(pieces):
+            score = sum(query.weights[token] * idf[token] for token in set(tokenize(piece)) if token in idf)
+            if score or rank < k:
+                order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
+    kept, given, used = [set() for _ in hits], set(), 0
+    for _, rank, at in sorted(order):
+        pieces = parts[rank]
+        if pieces[at].strip() in given and pieces[at].strip():
+            continue
+        before = next((i for i in range(at - 1, -1, -1) if pieces[i].strip()), None)  # the sentence before, not a blank line
+        wanted = [i for i in (before, at) if i is not None and i not in kept[rank] and not (i < at and pieces[i].strip() in given)]
+        cost = sum(len(pieces[i]) for i in wanted)
+        if used and used + cost > budget:
+            continue
+        kept[rank].update(wanted)
+        given.update(pieces[i].strip() for i in wanted)
+        used += cost
+    return [replace(hit, given=given_text(pieces, keep)) for hit, pieces, keep in zip(hits, parts, kept) if keep]
+
+
+def given_text(pieces, kept):
+    """Return the kept pieces of a text, with CUT where others are left out ("" when none is)."""
+    if all(i in kept or not piece.strip() for i, piece in enumerate(pieces)):
+        return ""
+    text = ""
+    for i, piece in enumerate(pieces):
+        if i in kept:
+            text += piece
+        elif piece.strip() and not text.endswith(CUT):
+            text += CUT
+    return text.strip()
+
+
 # A citation is a bracketed number, list or range: [1], [1, 2], [1-3]. In `code`, x[1] is code.
 CITATION = re.compile(r"\[(\d+(?:\s*[,\-–]\s*\d+)*)\]")
-LINE_OR_SENTENCE = re.compile(r"\n|(?<=[.!?])\s+|(?<=[。！？])")
 LIST_MARKER = re.compile(r"^\s*(?:[-*#>]+|\d+(?:\.\d+)*[.)]?)\s+")  # "- ", "## ", "2.1 ", "3) "
 LOOP_NOISE = re.compile(r"\[\d[\d,\s\-–]*\]|\d+")  # citations and numbers
 CODE = re.compile(r"(```.*?```|(?<!`)`[^`\n]+`(?!`))", re.DOTALL)  # split() gives prose, code, prose, ...
@@ -2602,19 +2672,20 @@ def neutralize(text):
     return re.sub(r"<(/?)\s*(source)", r"<\1 \2", "".join(parts), flags=re.IGNORECASE)
 
 
-def passage_block(number, chunk, copies=()):
+def passage_block(number, hit):
     """Return one numbered source: a delimited block with a label line (naming the copies of its text
-    elsewhere, if any), then the chunk's text.
+    elsewhere, if any), then the part of the chunk's text given to the model.
 
     Example: <source id="1">\nfile: handbook.txt, lines 40-49, section: Expenses > Deadlines and late submissions\n...</source>
     """
+    chunk = hit.chunk
     label = f"file: {chunk.source}, {place(chunk)}"
     if chunk.heading:
         label += f", section: {chunk.heading}"
-    if copies:
-        label += f"; {also_in(copies)}"
+    if hit.copies:
+        label += f"; {also_in(hit.copies)}"
     label = " ".join(neutralize(label).split())
-    return f'<source id="{number}">\n{label}\n{neutralize(chunk.text)}\n</source>'
+    return f'<source id="{number}">\n{label}\n{neutralize(hit.given or chunk.text)}\n</source>'
 
 
 def build_messages(question, hits, earlier=()):
@@ -2623,7 +2694,7 @@ def build_messages(question, hits, earlier=()):
     messages = [{"role": "system", "content": SYSTEM_RULES + (HISTORY_RULE if earlier else "")}]
     for asked, answered in earlier[-HISTORY_TURNS:]:
         messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": in_brief(answered)}]
-    sources = "\n\n".join(passage_block(n, hit.chunk, hit.copies) for n, hit in enumerate(hits, 1))
+    sources = "\n\n".join(passage_block(n, hit) for n, hit in enumerate(hits, 1))
     return messages + [{"role": "user", "content": f"Sources:\n\n{sources}\n\nQuestion: {question}"}]
 
 
@@ -2645,15 +2716,16 @@ def prompt_for(index, question, found, mode, config, earlier=()):
     if not found:
         return Answer(question, mode, found, text=REFUSAL, warnings=(NOT_ASKED,))
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
-    hits = fit_hits(found, used, config.context - ANSWER_TOKENS)
+    focused = focus(index, found, make_query(question, [asked for asked, _ in earlier]), config.k)
+    hits = fit_hits(focused, used, config.context - ANSWER_TOKENS)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
                        "or shorten the question")
     more = ("the server's model has no larger window (llama-server's -c sets it)" if config.window == config.context
             else "a model with a larger context window can take more with --context")
-    warnings = () if len(hits) == len(found) else (
-        f"only {len(hits)} of {len(found)} passages fit the {config.context}-token context budget; {more}",)
+    warnings = () if len(hits) == len(focused) else (
+        f"only {len(hits)} of {len(focused)} passages fit the {config.context}-token context budget; {more}",)
     messages = build_messages(question, hits, earlier)
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in messages)
     request = APIS[config.api]["chat_request"](config, messages, prompt_tokens)
@@ -2789,7 +2861,8 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
     False, and check the answer's citations."""
     answer = Answer(question, config.mode, [])
     try:
-        found, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])  # Retrieve
+        found, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
+                               FOCUS_DEPTH * config.k)
         answer = prompt_for(index, question, found, mode, config, earlier)                            # Prompt
     except (RagError, KeyboardInterrupt) as e:
         return replace(answer, failure=e)
@@ -3010,7 +3083,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
     asked_before = [asked for asked, _ in earlier]
-    found, mode = retrieve(index, question, config, embeddings, asked_before)
+    found, mode = retrieve(index, question, config, embeddings, asked_before, 0 if search_only else FOCUS_DEPTH * config.k)
     explain_hits(index, make_query(question, asked_before), found, mode, embeddings)
     if search_only:
         return Answer(question, mode, found)
@@ -3021,7 +3094,8 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
         return answer
     stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
-        print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit.chunk, hit.copies))} tokens"
+        print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit))} tokens"
+              + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters: the sentences that matter" if hit.given else "")
               + (f"\n      {also_in(hit.copies)}" if hit.copies else ""))
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
@@ -6004,7 +6078,7 @@ def route_ask(handler, site, params):
     config, told = replace(site.config, mode=snapshot.mode), []
     answer = Answer(question, config.mode, [])
     try:  # ask()'s journey, with the queue for the model between the prompt and the answer
-        found, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier])
+        found, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
         answer = prompt_for(snapshot.index, question, found, mode, config, earlier)
     except RagError as e:
         answer = replace(answer, failure=e)
@@ -6073,13 +6147,13 @@ def route_explain(handler, site, params):
     snapshot, config, question, turns = question_asked(site, params)
     index, earlier, embeddings = snapshot.index, [asked for asked, _ in turns], snapshot.embeddings
     query = make_query(question, earlier)
-    found, mode = retrieve(index, question, config, embeddings, earlier)
+    found, mode = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
     answer = prompt_for(index, question, found, mode, config, turns)
-    hits = []
+    hits, given = [], {id(hit.chunk): hit for hit in answer.hits}
     for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,
-                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, hit.chunk, hit.copies)),
-                         parts=[list(part) for part in parts], fits=any(given.chunk is hit.chunk for given in answer.hits),
+                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, given.get(id(hit.chunk), hit))),
+                         parts=[list(part) for part in parts], fits=id(hit.chunk) in given,
                          **ways))
     words = [[w, [word_token(w)] if word_token(w) else []] for w in WORD.findall(question.lower())]
     request = answer.request and {"url": answer.request.url, "body": answer.request.body}
