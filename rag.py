@@ -3095,7 +3095,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
         print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit))} tokens"
-              + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters: the sentences that matter" if hit.given else "")
+              + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters, […] where the rest was left out" if hit.given else "")
               + (f"\n      {also_in(hit.copies)}" if hit.copies else ""))
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
