@@ -246,7 +246,7 @@ class Hit:
     chunk: Chunk
     number: int = 0   # the chunk's number in the index
     copies: tuple = ()  # chunks found lower that hold no other text (a copy of the file, another format of it)
-    given: str = ""   # the part of its text the model is given, cuts marked […; "": all of it
+    given: str = ""   # the part of its text the model is given, cuts marked […] (focus); "": all of it
 
 
 @dataclass(frozen=True)
@@ -2608,11 +2608,11 @@ def sentences(text):
 def focus(index, hits, query, k):
     """Return the hits with the part of each that the model is given: the sentences that share the
     question's words, best first, each with the sentence before it (which "it" or "this" may need), until
-    FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS). A sentence counts its tokens' idf, less in a
-    lower hit; one already given (a repeated title) is not given again. Hits beyond k and sentences of no
-    shared word come last; a hit left with nothing is not given. Most of a chunk does not hold the answer,
-    and a laptop reads a prompt at tens of tokens a second (README, "Focus": a fifth to a quarter fewer characters, about the same
-    share of answers in the prompt).
+    FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS). A sentence counts its
+    tokens' idf, less in a lower hit; one already given (a repeated title) is not given again. Hits beyond
+    k and sentences of no shared word come last; a hit left with nothing is not given. Most of a chunk
+    does not hold the answer, and a laptop reads a prompt at tens of tokens a second (README, "Focus": a
+    fifth to a quarter fewer characters, about the same share of answers in the prompt).
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
@@ -2623,15 +2623,15 @@ def focus(index, hits, query, k):
     for rank, pieces in enumerate(parts):
         for at, piece in enumerate(pieces):
             score = sum(query.weights[token] * idf[token] for token in set(tokenize(piece)) if token in idf)
-            if score or rank < k:
+            if score or (rank < k and piece.strip()):
                 order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
     kept, given, used = [set() for _ in hits], set(), 0
     for _, rank, at in sorted(order):
         pieces = parts[rank]
-        if pieces[at].strip() in given and pieces[at].strip():
+        if pieces[at].strip() in given:
             continue
         before = next((i for i in range(at - 1, -1, -1) if pieces[i].strip()), None)  # the sentence before, not a blank line
-        wanted = [i for i in (before, at) if i is not None and i not in kept[rank] and not (i < at and pieces[i].strip() in given)]
+        wanted = [i for i in (before, at) if i is not None and i not in kept[rank] and pieces[i].strip() not in given]
         cost = sum(len(pieces[i]) for i in wanted)
         if used and used + cost > budget:
             continue
@@ -2642,14 +2642,15 @@ def focus(index, hits, query, k):
 
 
 def given_text(pieces, kept):
-    """Return the kept pieces of a text, with CUT where others are left out ("" when none is)."""
+    """Return the kept pieces of a text, and its blank lines, with CUT where others are left out ("" when
+    none is)."""
     if all(i in kept or not piece.strip() for i, piece in enumerate(pieces)):
         return ""
     text = ""
     for i, piece in enumerate(pieces):
-        if i in kept:
+        if i in kept or not piece.strip():
             text += piece
-        elif piece.strip() and not text.endswith(CUT):
+        elif not text.endswith(CUT):
             text += CUT
     return text.strip()
 
@@ -2839,7 +2840,7 @@ def generate(answer, config, on_text=None):
             pieces.append(piece)
             if on_text:
                 on_text(piece)
-            loop = repeated("".join(pieces))
+            loop = LINE_OR_SENTENCE.search(piece) and repeated("".join(pieces))  # only when a sentence ended
             if loop:
                 break
     except (RagError, KeyboardInterrupt) as e:  # Ctrl-C stops this answer; the caller decides what next
@@ -3095,7 +3096,8 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
         print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit))} tokens"
-              + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters, […] where the rest was left out" if hit.given else "")
+              + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters, […] where the rest was left out"
+                 if hit.given else "")
               + (f"\n      {also_in(hit.copies)}" if hit.copies else ""))
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
@@ -6149,11 +6151,11 @@ def route_explain(handler, site, params):
     query = make_query(question, earlier)
     found, mode = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
     answer = prompt_for(index, question, found, mode, config, turns)
-    hits, given = [], {id(hit.chunk): hit for hit in answer.hits}
+    hits, given = [], {hit.number: hit for hit in answer.hits}
     for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,
-                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, given.get(id(hit.chunk), hit))),
-                         parts=[list(part) for part in parts], fits=id(hit.chunk) in given,
+                         place=place(hit.chunk), tokens=estimate_tokens(passage_block(hit.rank, given.get(hit.number, hit))),
+                         parts=[list(part) for part in parts], fits=hit.number in given,
                          **ways))
     words = [[w, [word_token(w)] if word_token(w) else []] for w in WORD.findall(question.lower())]
     request = answer.request and {"url": answer.request.url, "body": answer.request.body}

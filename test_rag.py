@@ -1973,6 +1973,9 @@ class PromptTest(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(rag.sentences(text), expected)
                 self.assertEqual("".join(rag.sentences(text)), text)  # nothing lost
+        pieces = rag.sentences("Cars get EUR 0.23.\n\nBikes get EUR 0.10.\n\nEnter each trip.")
+        self.assertEqual(rag.given_text(pieces, {0, 6}), "Cars get EUR 0.23.\n\n […] \n\nEnter each trip.")  # paragraphs kept apart
+        self.assertEqual(rag.given_text(pieces, {0, 3, 6}), "")  # all of it: given whole
 
     def test_the_model_is_given_the_sentences_that_share_the_questions_words_and_the_one_before_each(self):
         filler = [f"Rule {n} of the office is about the {word} in room {n}." for n, word in
