@@ -63,7 +63,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
-INDEX_FORMAT = "rag.py index 3"  # an index database of another format, or made by another rag.py, is made anew
+INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
                               # parts committed. Each part writes a row per token it holds (at 149 MB, 28
                               # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s), and is
@@ -118,6 +118,7 @@ UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estim
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NEW_TOPIC = "/new"       # typed at the interactive prompt, it ends a conversation's follow-ups
+ONLY = "/only"           # typed at the prompt with --only terms, the questions after it are asked within them
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
 
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
@@ -263,6 +264,7 @@ class Config:
     context: int = CONTEXT_TOKENS   # most prompt + answer tokens sent; at most the server's window
     window: int = 0                 # the model's context window, when the server says it (0: unknown)
     timeout: float = READ_TIMEOUT
+    only: tuple = ()                # --only terms: the documents questions are asked of; (): all (see chunks_within)
     cache: str = ""                 # folder of the index and the embeddings; "" keeps none
     max_file_bytes: int = MAX_FILE_BYTES  # larger files are skipped
     send: bool = True               # False: build the request to the model but do not send it
@@ -1071,7 +1073,8 @@ def bm25_tf(frequency, length, average_length, k1=BM25_K1, b=BM25_B):
 
 
 INDEX_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, identity TEXT, part INTEGER, note TEXT);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, source TEXT, identity TEXT, part INTEGER, note TEXT,
+    read REAL);
 CREATE TABLE IF NOT EXISTS chunks (number INTEGER PRIMARY KEY, path TEXT, source TEXT, heading TEXT,
     first_line INTEGER, last_line INTEGER, first_page INTEGER, last_page INTEGER, text TEXT, part INTEGER,
     digest TEXT);
@@ -1101,7 +1104,7 @@ class Index:
             raise RagError("this Python was built without its sqlite3 module, which rag.py keeps its index in: "
                            "run rag.py with another Python (python.org's, or the system's)")
         import threading  # here, not at the top: see the note after the imports
-        self.path, self.weights, self.cached, self.kept, self.scored = path, {}, {}, 0, ((), [])
+        self.path = path
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it (see rows)
         self.lock = threading.Lock()
@@ -1115,7 +1118,8 @@ class Index:
         for numbers, lengths in self.rows("SELECT numbers, lengths FROM parts ORDER BY part"):
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
-        self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), [])
+        self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, [])
+        self.files, self.masks = None, {}  # each file's chunks, and the chunks within --only terms: see chunks_within
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
         # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
         self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
@@ -1158,24 +1162,28 @@ class Index:
         at = bisect.bisect_left(numbers, number)  # chunk numbers are in ascending order
         return weights[at] if at < len(numbers) and numbers[at] == number else 0.0
 
-    def search(self, weights, k):
+    def search(self, weights, k, within=None):
         """Return [(chunk number, score)] of the k best chunks for a query, best first: the sum over its
         tokens of each one's weight in the query (1; more for a word a long question repeats, less for an
-        earlier question's) times its BM25 weight in the chunk. Ties go to the earlier chunk, so the same
-        question always gets the same hits. The scores of the last query are kept: when copies take the
-        places of the best (see rank), the same query is asked for more."""
-        query, scores = self.scored
-        if query != tuple(weights.items()):
+        earlier question's) times its BM25 weight in the chunk. within: None, or a bytearray by chunk
+        number, 1 for the chunks that may be found (--only); the others are not even summed. Ties go to the
+        earlier chunk, so the same question always gets the same hits. The scores of the last query are
+        kept: when copies take the places of the best (see rank), the same query is asked for more."""
+        query, mask, scores = self.scored
+        if query != tuple(weights.items()) or mask is not within:
             scores = [0.0] * len(self.norms)
             for token, boost in weights.items():
                 numbers, bm25 = self.weights_of(token)
+                postings = zip(numbers, bm25)
+                if within is not None:  # the postings within, picked in C: those outside cost almost nothing
+                    postings = itertools.compress(postings, map(within.__getitem__, numbers))
                 if boost == 1.0:  # a question's own token: no multiplication to pay
-                    for number, weight in zip(numbers, bm25):
+                    for number, weight in postings:
                         scores[number] += weight
                 else:
-                    for number, weight in zip(numbers, bm25):
+                    for number, weight in postings:
                         scores[number] += boost * weight
-            self.scored = (tuple(weights.items()), scores)  # (in one step: the page's threads read it)
+            self.scored = (tuple(weights.items()), within, scores)  # (in one step: the page's threads read it)
         # Every weight is positive, so the chunks found are those with a score: no set of them is needed.
         # Only the chunks that reach the k-th best score can be among the k best. heapq finds that score
         # among the scores found (bare floats, picked by itertools in C); the chunks that reach it are
@@ -1540,14 +1548,13 @@ class Part:
 def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
     """Read, split and tokenize a batch of files into a Part, telling count(pages, bytes) of each file read.
     It touches nothing but the files, so it can run in a worker process. A file that cannot be read for
-    now (a permission, a limit) is left out, to be read again next run."""
+    now (a permission, a limit) is kept with no identity, to be read again next run."""
     read, kept, notes = [], [], []
     for file in files:
         paragraphs, said, again = read_file(file, most_bytes)
         if said:
             notes.append((file.path, said))
-        if not again:
-            kept.append(file)
+        kept.append(replace(file, identity="") if again else file)
         if paragraphs is not None:
             read.append((file, split_document(Document(file.source, paragraphs))))
         if count:
@@ -1592,8 +1599,8 @@ def add_part(index, part):
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
     notes = {path: "\n".join(lines) for path, lines in part.notes}
-    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-                   [(f.path, f.identity, part_id, notes.get(f.path, "")) for f in part.files])
+    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                   [(f.path, f.source, f.identity, part_id, notes.get(f.path, ""), time.time()) for f in part.files])
     if not part.chunks:  # files with no text (a scan, say): kept, so they are not read and said at every run
         return
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -2327,9 +2334,10 @@ class Query:
     """What is searched for: the tokens to match, each with its weight, and the text to embed."""
     weights: dict     # token -> weight: 1 for the question's own tokens, less for an earlier question's
     text: str         # the question, after the one before it when it follows up ("and the hotel cap?")
+    within: bytearray = None  # by chunk number, 1 for those it may find (chunks_within); None: every chunk
 
 
-def make_query(question, earlier=()):
+def make_query(question, earlier=(), within=None):
     """Return the query of a question that may follow up on the earlier questions (oldest first): their
     tokens count too, less the further back they are, and less for a question that says more itself.
 
@@ -2342,34 +2350,124 @@ def make_query(question, earlier=()):
     for back, text in enumerate(reversed(earlier), 1):
         for token in tokenize(text):
             weights.setdefault(token, HISTORY_WEIGHT ** back * share)
-    return Query(weights, " ".join(earlier[-1:] + [question]))
+    return Query(weights, " ".join(earlier[-1:] + [question]), within)
+
+
+# A question can be asked of some documents only: --only terms name them. A term is a glob over a file's
+# source, written as in .gitignore: "*.pdf" or "hr" (a name at any depth), "hr/policies/**" (a path from the
+# top; * stays within a folder, ** crosses folders), and a folder stands for every file below it; "!drafts"
+# leaves out what it names. since:DATE and before:DATE keep the files last changed from or before a day
+# (2026, 2026-03, 2026-03-31; or 30d: 30 days ago). A file is within when any glob names it (or there is
+# none), no "!" glob names it, and its date fits.
+#
+# The filter is applied inside the search: only the chunks within are scored, so the k best are the k best
+# of those files. (Filtered after ranking, the k best of the whole folder would hold few of theirs, or
+# none.) Their scores use the whole folder's statistics (idf, average length), not those of the files
+# within, so a chunk scores the same whatever the filter: README "Asking within some documents" measures it.
+
+def only_rules(terms):
+    """Return (the globs that keep, those that leave out, as patterns; the earliest and latest time of
+    last change) of --only terms; a RagError says what is wrong with one."""
+    keep, leave, since, before = [], [], -math.inf, math.inf
+    for term in terms:
+        name, colon, value = term.partition(":")
+        if colon and name.lower() in ("since", "before"):
+            moment = day_start(value.strip(), term)
+            since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
+        elif term.startswith("!"):
+            leave.append(glob_pattern(term[1:], term))
+        else:
+            keep.append(glob_pattern(term, term))
+    return keep, leave, since, before
+
+
+def is_within(rules, source, changed):
+    """True when a file (its source, and when it last changed) is within the rules of only_rules."""
+    keep, leave, since, before = rules
+    return (since <= changed < before and not any(pattern.fullmatch(source) for pattern in leave)
+            and (not keep or any(pattern.fullmatch(source) for pattern in keep)))
+
+
+def glob_pattern(glob, term):
+    """Return the pattern of a glob, read as .gitignore reads one, that a file's source must match whole.
+
+    Example: "hr/**/*.pdf" -> matches "hr/2026/a.pdf" and "hr/a.pdf", not "it/hr/a.pdf"; "hr" matches "it/hr/a.pdf"
+    """
+    glob = glob.strip().replace("\\", "/")
+    anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
+    if not glob:
+        raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
+    pieces = re.split(r"(\*\*/|\*\*|\*|\?)", glob)
+    pattern = "".join({"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(p, re.escape(p)) for p in pieces)
+    return re.compile(("" if anchored else "(?:.*/)?") + pattern + "(?:/.*)?", re.IGNORECASE | re.DOTALL)
+
+
+def day_start(value, term):
+    """Return the first moment (seconds since 1970, local time) of the day a date names, or of the day
+    some days back ("30d")."""
+    import datetime  # here, not at the top: see the note after the imports
+    if re.fullmatch(r"\d{1,5}d", value):
+        return time.time() - int(value[:-1]) * 86400
+    parts = re.fullmatch(r"(\d{4})(?:-(\d\d?)(?:-(\d\d?))?)?", value)
+    try:
+        day = datetime.date(int(parts[1]), int(parts[2] or 1), int(parts[3] or 1))
+        return time.mktime(day.timetuple())
+    except (TypeError, ValueError, OverflowError):  # TypeError: no match
+        raise RagError(f"--only {term!r}: expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d", 2) from None
+
+
+def chunks_within(index, only):
+    """Return a bytearray by chunk number, 1 for the chunks of the files that the --only terms keep, or
+    None when there are no terms. A file's chunks are numbered one after another (they are indexed
+    together), so each file is one slice. Kept for the next question within the same terms."""
+    if not only:
+        return None
+    mask = index.masks.get(only)
+    if mask is None:
+        if index.files is None:  # (source, last changed, first and last chunk) of each file with text
+            index.files = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last in index.rows(
+                "SELECT files.source, identity, min(number), max(number) FROM files JOIN chunks ON chunks.path = "
+                "files.path GROUP BY files.path ORDER BY 3")]
+        rules, mask = only_rules(only), bytearray(len(index.norms))
+        for source, changed, first, last in index.files:
+            if is_within(rules, source, changed):
+                mask[first:last + 1] = b"\1" * (last + 1 - first)
+        if not any(mask):
+            names = f" (their names look like {index.files[0][0]!r})" if index.files else ""
+            raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
+        index.masks[only] = mask
+    return mask
 
 
 def lexical_ranking(index, query, depth, embeddings=None):
     """Return the depth best chunks by BM25."""
-    return index.search(query.weights, depth)
+    return index.search(query.weights, depth, query.within)
 
 
 def embedding_ranking(index, query, depth, embeddings):
     """Return the depth best chunks by cosine similarity of their vectors to the query's."""
     vector = question_vector(query.text, embeddings)
-    scores = cosines(embeddings, vector, shortlist(embeddings, vector, SHORTLIST))
+    scores = cosines(embeddings, vector, shortlist(embeddings, vector, SHORTLIST, query.within))
     best = sorted(scores, key=scores.get, reverse=True)[:depth]  # stable: ties stay in chunk order
     return [(number, scores[number]) for number in best]
 
 
-def shortlist(embeddings, vector, count):
-    """Return the numbers of the count chunks whose vectors' signs agree with the vector's most (more
-    when several tie at the last place), in chunk order; every chunk when there are no more.
+def shortlist(embeddings, vector, count, within=None):
+    """Return the numbers of the count chunks (of those within, when given) whose vectors' signs agree
+    with the vector's most (more when several tie at the last place), in chunk order; every chunk when
+    there are no more.
 
     Vectors that point the same way mostly share their signs, so the number of signs two vectors
     disagree on (the bits set in the XOR of their signatures) is a rough angle between them. It is
     counted in C, some 50 times faster than a cosine in Python: at 100,000 chunks, the cosines of
     the 1,500 chunks it picks find 99% of the ten best (README, "Limits")."""
-    signs = embeddings.signs
+    numbers, signs = embeddings.signs, embeddings.signs.values()
+    if within is not None:
+        picked = list(map(within.__getitem__, numbers))
+        numbers, signs = list(itertools.compress(numbers, picked)), list(itertools.compress(signs, picked))
     if len(signs) <= count:
-        return list(signs)
-    xors = map(signature(vector).__xor__, signs.values())
+        return list(numbers)
+    xors = map(signature(vector).__xor__, signs)
     if bit_count:
         differ = list(map(bit_count, xors))
     else:  # before Python 3.10: bytes translated to their bits' counts, summed (3 times faster than bin())
@@ -2380,7 +2478,7 @@ def shortlist(embeddings, vector, count):
         enough += chunks
         if enough >= count:
             break
-    return list(itertools.compress(signs, map(most.__ge__, differ)))
+    return list(itertools.compress(numbers, map(most.__ge__, differ)))
 
 
 def cosines(embeddings, vector, numbers):
@@ -2419,11 +2517,11 @@ def hybrid_ranking(index, query, depth, embeddings):
     Comparing the question with every chunk instead made a question 14 times slower on SciFact's
     7,159 chunks for nearly the same top ten (nDCG@10 0.734 against 0.733)."""
     wanted = max(depth, FUSION_DEPTH)
-    by_words = dict(index.search(query.weights, wanted))
+    by_words = dict(index.search(query.weights, wanted, query.within))
     vector = question_vector(query.text, embeddings)
     candidates = set(by_words)
     if len(by_words) < wanted:
-        candidates.update(shortlist(embeddings, vector, SHORTLIST))
+        candidates.update(shortlist(embeddings, vector, SHORTLIST, query.within))
     cosine = cosines(embeddings, vector, candidates)
     ideal = ideal_score(index, query.weights) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
@@ -2472,13 +2570,14 @@ def sub_queries(question):
     return parts if len(parts) > 1 and all(IS_QUESTION.match(part) for part in parts) else []
 
 
-def rank(index, question, k, mode, embeddings=None, earlier=()):
-    """Return the k best hits for the question by one mode, best first. A compound question is also
-    asked part by part, and the rankings of the whole and of the parts take turns, so each part gets
-    hits; a follow-up question is searched with the earlier questions' words too (make_query). The
-    same text found in several files is one hit (distinct_hits): the ranking goes deeper to find k."""
-    ranking_of = RANKINGS[mode]
-    queries = [make_query(part, earlier) for part in [question] + sub_queries(question)]
+def rank(index, question, k, mode, embeddings=None, earlier=(), only=()):
+    """Return the k best hits for the question by one mode, best first, among the chunks within the
+    --only terms. A compound question is also asked part by part, and the rankings of the whole and of
+    the parts take turns, so each part gets hits; a follow-up question is searched with the earlier
+    questions' words too (make_query). The same text found in several files is one hit (distinct_hits):
+    the ranking goes deeper to find k."""
+    ranking_of, within = RANKINGS[mode], chunks_within(index, only)
+    queries = [make_query(part, earlier, within) for part in [question] + sub_queries(question)]
     depth, words = k, {}  # words: each chunk's, worked out once
     while True:
         if len(queries) > 1:
@@ -2533,16 +2632,16 @@ def also_in(copies, most=3):
 
 def retrieve(index, question, config, embeddings=None, earlier=(), depth=0):
     """Return (hits, mode): the config.k (or depth) best hits for the question (which may follow up on the
-    earlier questions), and the mode that found them. In hybrid mode, a question that cannot be embedded (the
+    earlier questions) within config.only, and the mode that found them. In hybrid mode, a question that cannot be embedded (the
     server went away) is searched by words, and so are the later ones: the mode returned says so, and
     the warning is given once."""
     try:
-        return rank(index, question, depth or config.k, config.mode, embeddings, earlier), config.mode
+        return rank(index, question, depth or config.k, config.mode, embeddings, earlier, config.only), config.mode
     except RagError as e:
-        if config.mode != "hybrid":
+        if config.mode != "hybrid" or e.exit_code == 2:  # 2: the --only terms, not the server
             raise
         warn(f"searching by words only from now on: the question could not be embedded ({e})")
-        return rank(index, question, depth or config.k, "lexical", earlier=earlier), "lexical"
+        return rank(index, question, depth or config.k, "lexical", earlier=earlier, only=config.only), "lexical"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2913,6 +3012,42 @@ def excerpt(text, question, size=EXCERPT_CHARS):
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
 
 
+def file_records(index, only=()):
+    """Return what came of each file found (within the --only terms), by source: a dict with its source,
+    when it last changed and was read (seconds since 1970), its chunks, its pages (or lines) read, and
+    what reading it said (why it has no text, what of it is missing), as --list and the page show them."""
+    rules, records = only_rules(only), []
+    for path, source, identity, read, note, chunks, pages, lines in index.rows(
+            "SELECT files.path, files.source, identity, read, note, count(number), max(last_page), max(last_line) "
+            "FROM files LEFT JOIN chunks ON chunks.path = files.path GROUP BY files.path ORDER BY files.source"):
+        changed = int(identity.split()[1]) / 1e9 if identity else read  # (none: to be read again next run)
+        if is_within(rules, source, changed):  # what was said, without "rag.py: warning: skipped PATH: "
+            said = [re.sub(r"^(rag\.py: )?(warning: )?(skipped )?", "", line).replace(path + ": ", "").replace(path + " ", "")
+                    for line in note.split("\n") if line]
+            records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
+                            "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
+    return records
+
+
+def print_files(records, as_json):
+    """Print the file records as a table (or one JSON line each), and how many were read."""
+    if as_json:
+        for record in records:
+            moments = {key: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record[key])) for key in ("changed", "read")}
+            print(json.dumps({**record, **moments}, ensure_ascii=False))
+        return
+    width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
+    for record in records:
+        day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
+        kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "lines"
+        last = record.get("pages") or record.get("lines")
+        got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text"
+        print(textwrap.fill(f"{record['source']:<{width}}  {day}  {got}" + (f": {record['note']}" if record["note"] else ""),
+                            COLUMNS, subsequent_indent="    "))
+    empty = sum(not record["chunks"] for record in records)
+    print(f"{len(records)} files, {len(records) - empty} with text" + (f", {empty} without (why: above)" if empty else ""))
+
+
 def print_documents(documents):
     """Print what was read of each document, after a line "==> source <==" (as head does)."""
     for document in documents:
@@ -3081,6 +3216,12 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     stage("Sub-queries")
     print("\n".join(f"  {n}. {part}" for n, part in enumerate(parts, 1)) if parts
           else "  none: it asks one thing")
+    if config.only:
+        within = chunks_within(index, config.only)
+        files = sum(within[first] for _, _, first, _ in index.files)
+        stage("Within: only these documents' chunks are scored")
+        print(f"  {' '.join(config.only)}: {files:,} of {len(index.files):,} documents, "
+              f"{sum(within):,} of {index.size:,} chunks")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
     asked_before = [asked for asked, _ in earlier]
@@ -3167,7 +3308,8 @@ def token_story(text):
 
 
 def read_eval_cases(path):
-    """Return [(line number, question, expected source)] from lines "question<TAB>expected source"."""
+    """Return [(line number, question, expected source, --only terms)] from lines "question<TAB>expected
+    source", each with a third column of --only terms (space apart) when the question is asked within them."""
     try:
         with open(path, "rb") as f:
             text = decode(f.read(), path)  # UTF-8, or UTF-16 with a BOM (PowerShell's), as documents are
@@ -3180,10 +3322,16 @@ def read_eval_cases(path):
         if not line.strip() or line.startswith("#"):
             continue
         question, tab, expected = line.partition("\t")
-        if not tab or not question.strip() or not expected.strip() or "\t" in expected:
-            raise RagError(f"{path}:{number}: expected question<TAB>source (a file name, file#heading, "
-                           f"or - when the documents cannot answer), got {line[:60]!r}", 2)
-        cases.append((number, question.strip(), expected.strip()))
+        expected, _, only = expected.partition("\t")
+        if not tab or not question.strip() or not expected.strip() or "\t" in only:
+            raise RagError(f"{path}:{number}: expected question<TAB>source (a file name, file#heading, or - when "
+                           f"the documents cannot answer), and --only terms if any, got {line[:60]!r}", 2)
+        only = tuple(only.split())
+        try:
+            only_rules(only)
+        except RagError as e:
+            raise RagError(f"{path}:{number}: {e}", 2) from None
+        cases.append((number, question.strip(), expected.strip(), only))
     if not cases:
         raise RagError(f"--eval {path}: no questions in it", 2)
     return cases
@@ -3206,8 +3354,9 @@ def evaluate(index, cases, path, config, embeddings=None):
               "hit_rate": 0.0, "mrr": 0.0, "misses": [],
               "not_asked": {"unanswerable": 0, "answerable": 0}}
     reciprocal_ranks = []
-    for line, question, expected in cases:
-        hits = rank(index, question, config.k, config.mode, embeddings)  # no fallback: a report is of one mode
+    for line, question, expected, only in cases:
+        # (rank, not retrieve: no fallback to words, a report is of one mode)
+        hits = rank(index, question, config.k, config.mode, embeddings, only=only or config.only)
         if not hits:
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
@@ -3225,8 +3374,13 @@ def evaluate(index, cases, path, config, embeddings=None):
 
 def check_expected_names(index, cases, path):
     """Raise a usage error for an expected source that names no document, or several: a misspelt name
-    would only ever count as a miss, and one that fits two files as a hit in either."""
-    for line, _, expected in cases:
+    would only ever count as a miss, and one that fits two files as a hit in either; and for --only terms
+    that keep no document."""
+    for line, _, expected, only in cases:
+        try:
+            chunks_within(index, only)
+        except RagError as e:
+            raise RagError(f"{path}:{line}: {e}", 2) from None
         name = expected.partition("#")[0]
         sources = [source for source in index.sources() if is_expected(Chunk(source, "", 0, 0, ""), name)]
         if not sources:
@@ -3242,8 +3396,8 @@ def evaluate_answers(index, cases, path, config, embeddings=None):
     counts = {"model": config.model, "invalid_citations": 0, "no_citation": 0,
               "unanswerable_answered": 0, "answerable_refused": 0, "failed": 0}
     in_a_row = 0
-    for number, (line, question, expected) in enumerate(cases):
-        answer = ask(index, question, config, embeddings)
+    for number, (line, question, expected, only) in enumerate(cases):
+        answer = ask(index, question, replace(config, only=only or config.only), embeddings)
         config = replace(config, mode=answer.mode)  # hybrid without embeddings goes on by words
         if isinstance(answer.failure, KeyboardInterrupt):
             raise answer.failure
@@ -3312,7 +3466,10 @@ def main(argv=None):
         for name, (_, run) in COMMANDS.items():
             if getattr(args, name, None):
                 return run(args, config)
-        index = build_index(config, None if args.json else terminal_progress(sys.stderr))
+        index = build_index(config, None if args.json else terminal_progress(sys.stderr), args.list)
+        if args.list:
+            return print_files(file_records(index, config.only), args.json) or 0
+        chunks_within(index, config.only)  # --only terms that keep no document: said once, not at every question
         embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
         config = replace(config, mode=mode)
         if not cases:
@@ -3340,12 +3497,14 @@ def config_from(args):
                        "--search, --show-prompt and --explain", 2)
     if args.explain and args.json:
         raise RagError("--explain prints text for people; drop --json", 2)
-    if args.show_text and (args.question or args.eval):
-        raise RagError("--show-text prints what was read of the documents; drop the question and --eval", 2)
+    if (args.show_text or args.list) and (args.question or args.eval):
+        raise RagError(f"{'--list' if args.list else '--show-text'} prints what was read of the documents; drop the "
+                       "question and --eval", 2)
+    only_rules(args.only or ())  # a mistake in a term is said before any indexing
     server, api, key = "", args.api, ""
-    if args.mode != "lexical" or not (args.search or args.eval and not args.answer):  # a server is needed
+    if not args.list and (args.mode != "lexical" or not (args.search or args.eval and not args.answer)):  # a server is needed
         server, api, key = server_from(args.host, args.api)
-    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), mode=args.mode, k=args.k, api=api, server=server,
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(args.only or ()), mode=args.mode, k=args.k, api=api, server=server,
                   model=args.model or "", embed_model=args.embed_model or "", context=args.context,
                   timeout=args.timeout, cache="" if args.no_cache else args.cache, send=not args.show_prompt, key=key,
                   max_file_bytes=int(args.max_file_mb * 2**20))
@@ -3414,6 +3573,9 @@ def add_search_options(parser):
                         help="where the index and the embeddings are kept between runs (default: %(default)s)")
     parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
                                                                 "for this run only")
+    parser.add_argument("--only", action="append", metavar="TERM",
+                        help="ask only of these documents (repeatable): a glob over their paths as in .gitignore "
+                             "('hr/**', '*.pdf', '!drafts'), since:DATE or before:DATE (2026-03-31; 30d: days back)")
     parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
                         help="larger files are skipped, with a warning (default: %(default)s)")
 
@@ -3441,6 +3603,8 @@ def add_inspect_options(parser):
                         help="measure retrieval on a file of lines question<TAB>expected source")
     parser.add_argument("--answer", action="store_true",
                         help="with --eval: also ask the model and check its answers")
+    parser.add_argument("--list", action="store_true",
+                        help="print each document (within --only) and what was read of it, or why nothing was")
     parser.add_argument("--show-text", action="store_true",
                         help="print the text read from each document (pages apart by a form feed), and stop")
     parser.add_argument("--show-prompt", action="store_true",
@@ -3465,15 +3629,16 @@ def positive_seconds(text):
     return seconds
 
 
-def build_index(config, progress=None):
+def build_index(config, progress=None, empty=False):
     """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
-    if given, is told how far the reading of new and changed files has come (see update_index)."""
+    if given, is told how far the reading of new and changed files has come (see update_index). One with
+    no text is a RagError, unless empty says it will do (--list shows why)."""
     files = find_files(config.docs)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
     read = update_index(index, files, config.max_file_bytes, progress)
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
-    if not index.size:
+    if not index.size and not empty:
         if not read:  # the files were read by an earlier run: what they said then is why
             for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
                 say(note)
@@ -3485,13 +3650,17 @@ def run_questions(index, config, embeddings, args):
     """Search, explain or answer each question in turn; return how many failed. At the interactive
     prompt, a question may follow up on the ones before it, until NEW_TOPIC (piped lines stand alone)."""
     failures, interactive, earlier = 0, not args.question and sys.stdin.isatty(), []
-    for number, question in enumerate(read_questions(args.question, sys.stdin)):
+    prompt = lambda: f"question within {' '.join(config.only)}> " if config.only else "question> "  # noqa: E731
+    for number, question in enumerate(read_questions(args.question, sys.stdin, prompt)):
         if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
             print(("\n" if number else "") + f">>> {question}")
         if question == NEW_TOPIC:
             earlier = []
             continue
         try:
+            if question.split(None, 1)[0] == ONLY:
+                config = within_terms(index, config, question)
+                continue
             answer = run_question(index, question, config, embeddings, args, tuple(earlier))
             config = replace(config, mode=answer.mode)
             earlier = (earlier + [(question, answer.text)])[-HISTORY_TURNS:] if interactive else []
@@ -3507,8 +3676,17 @@ def run_questions(index, config, embeddings, args):
     return failures
 
 
-def read_questions(words, stdin):
-    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt."""
+def within_terms(index, config, line):
+    """Return the config with the --only terms of a line "/only TERM ..." ("/only" alone: none), said."""
+    only = tuple(quoted or word for quoted, word in re.findall(r'"([^"]*)"|(\S+)', line)[1:])
+    chunks_within(index, only)  # a RagError when no document is within
+    inform(f"asking within {' '.join(only)} ({ONLY} alone asks of every document)" if only else "asking of every document")
+    return replace(config, only=only)
+
+
+def read_questions(words, stdin, prompt=lambda: "question> "):
+    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt
+    (prompt: what it says)."""
     if words:
         yield " ".join(words)
     elif not stdin.isatty():
@@ -3519,24 +3697,24 @@ def read_questions(words, stdin):
             if line.strip():
                 yield line.strip()
     else:
-        yield from prompt_loop()
+        yield from prompt_loop(prompt)
 
 
-def prompt_loop():
+def prompt_loop(prompt):
     """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
     try:
         import readline  # noqa: F401  (line editing and history where the platform has it)
     except Exception:  # none, or an old Windows pyreadline that fails on import
         pass
     print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
-          "starts a new topic (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
+          f"starts a new topic, {ONLY} 'hr/**' asks within some (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
     while True:
         try:
-            prompt = "question> "
+            says = prompt()
             if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
-                print(prompt, end="", file=sys.stderr, flush=True)
-                prompt = ""
-            question = input(prompt).strip()
+                print(says, end="", file=sys.stderr, flush=True)
+                says = ""
+            question = input(says).strip()
         except (EOFError, KeyboardInterrupt):
             print(file=sys.stderr)
             return

@@ -2453,7 +2453,7 @@ class EvalTest(TempFolder):
 
     def test_malformed_file_is_a_usage_error_with_the_line_number(self):
         for content, line in [("ok question\thandbook.txt\nno tab here\n", 2), ("\tmissing question\n", 1),
-                              ("q\ta\tb\n", 1)]:
+                              ("q\ta\tb\tc\n", 1), ("q\t\tb\n", 1)]:
             with self.subTest(content=content):
                 code, out, err = run_main(["--eval", self.write("bad.tsv", content)])
                 self.assertEqual((code, out), (2, ""))
@@ -2747,6 +2747,145 @@ class NaturalQuestionsTest(TempFolder):
                 self.assertEqual(asked, report["questions"] - sum(not_asked.values()))
                 self.assertGreaterEqual(report["hit_rate"], hit_rate)  # lexical hit rate@5, as measured
 
+
+class WithinTest(TempFolder):
+    """--only: questions asked of some documents, the filter applied inside the search; --list."""
+
+    def folders(self):
+        """Write a/ with twelve files that match "invoice deadline" strongly, b/ with one that matches it
+        weakly among other words, and c/ with one that does not; return the --docs folder."""
+        for n in range(12):
+            self.write(f"docs/a/memo{n:02d}.txt", f"Invoice deadline {n}: the invoice deadline is near.")
+        self.write("docs/b/rules.md", "Suppliers send an invoice by mail. " + "Payment terms are net thirty days. " * 3
+                   + "The deadline for questions is Friday.")
+        self.write("docs/c/menu.txt", "Soup of the day.")
+        return os.path.join(self.folder, "docs")
+
+    def test_the_filter_is_applied_inside_the_search_with_the_whole_folder_statistics(self):
+        """The k best of the whole folder are all in a/: filtered after ranking, b/ would get no hit. Inside
+        the search, b/'s chunk is found, with the score it has in the whole folder's ranking."""
+        docs = self.folders()
+        code, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "3", "--no-cache", "invoice deadline"])
+        self.assertEqual([hit["source"][:2] for hit in json.loads(out)["hits"]], ["a/"] * 3)
+        code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "3", "--no-cache", "--only", "b",
+                                   "invoice deadline"])
+        within = json.loads(out)["hits"]
+        self.assertEqual((code, err, [hit["source"] for hit in within]), (0, "", ["b/rules.md"]))
+        _, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache", "invoice deadline"])
+        self.assertEqual([hit["score"] for hit in json.loads(out)["hits"] if hit["source"] == "b/rules.md"],
+                         [within[0]["score"]])
+        _, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache", "--only", "!a",
+                              "--only", "*.md", "--only", "menu.txt", "invoice deadline soup"])
+        self.assertEqual(sorted(hit["source"] for hit in json.loads(out)["hits"]), ["b/rules.md", "c/menu.txt"])
+
+    def test_meaning_is_searched_within_the_terms_too(self):
+        """By meaning, the question's nearest chunk is 1; within chunks 0 and 2, the shortlist and both
+        rankings give only those."""
+        index = index_of("apple banana", "apple", "cherry")
+        embeddings = embeddings_of(([0.2, 0.98], [1.0, 0.0], [0.5, 0.87]), "banana", [1.0, 0.0])
+        within = bytearray([1, 0, 1])
+        question = rag.unit_vector([1.0, 0.0])  # (all signs agree: a tie, so all the chunks it may give)
+        self.assertEqual((rag.shortlist(embeddings, question, 1), rag.shortlist(embeddings, question, 1, within)),
+                         ([0, 1, 2], [0, 2]))
+        for ranking in (rag.embedding_ranking, rag.hybrid_ranking):
+            with self.subTest(ranking=ranking.__name__):
+                self.assertEqual([n for n, _ in ranking(index, rag.make_query("banana", within=within), 3, embeddings)],
+                                 [2, 0] if ranking is rag.embedding_ranking else [0, 2])
+
+    def test_globs_are_read_as_gitignore_reads_them(self):
+        cases = [("*.pdf", "a/b/c.PDF", True), ("*.pdf", "a/pdf/x.txt", False), ("hr", "hr/a.txt", True),
+                 ("hr", "it/hr/2026/a.txt", True), ("hr", "hrx/a.txt", False), ("hr/", "hr/a.txt", True),
+                 ("hr/**", "hr/a/b.txt", True), ("hr/*.pdf", "hr/a/b.pdf", False), ("hr/**/*.pdf", "hr/b.pdf", True),
+                 ("hr/**/*.pdf", "hr/2026/q1/b.pdf", True), ("hr/**/*.pdf", "it/hr/b.pdf", False),
+                 ("/hr", "it/hr/a.txt", False), ("hr\\pol?cy.md", "HR/policy.md", True), ("20[26].txt", "20[26].txt", True),
+                 ("a+b (1).md", "x/a+b (1).md", True), ("**/2026/*", "x/y/2026/z.txt", True)]
+        for glob, source, matches in cases:
+            with self.subTest(glob=glob, source=source):
+                self.assertEqual(bool(rag.glob_pattern(glob, glob).fullmatch(source)), matches)
+
+    def test_dates_keep_the_files_last_changed_from_or_before_a_day(self):
+        docs = self.folders()
+        old = time.mktime((2025, 6, 30, 12, 0, 0, 0, 0, -1))
+        for name in os.listdir(os.path.join(docs, "a")):
+            os.utime(os.path.join(docs, "a", name), (old, old))
+        for terms, expected in [(["since:2025-07"], ["b/", "c/"]), (["before:2025-07-01"], ["a/"]),
+                                (["since:2025", "before:2025-12-31"], ["a/"]), (["since:30d"], ["b/", "c/"]),
+                                (["before:2025-06-30"], None)]:
+            with self.subTest(terms=terms):
+                code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache",
+                                           *[f"--only={term}" for term in terms], "invoice deadline soup"])
+                if expected is None:
+                    self.assertEqual((code, out), (2, ""))
+                    self.assertIn("no document is within --only before:2025-06-30 (their names look like 'a/memo00.txt'): "
+                                  "--list shows them all", err)
+                else:
+                    self.assertEqual(sorted({hit["source"][:2] for hit in json.loads(out)["hits"]}), expected)
+
+    def test_a_mistaken_term_is_said_before_any_reading(self):
+        for term, said in [("since:2026-13-01", "expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d"),
+                           ("before:yesterday", "expected a date"), ("/", "expected a glob such as 'hr/**'")]:
+            with self.subTest(term=term), mock.patch.object(rag, "find_files") as find:
+                code, out, err = run_main(["--search", "--only", term, "per diem"])
+                self.assertEqual((code, out, find.called), (2, "", False))
+                self.assertIn(f"rag.py: --only {term!r}: {said}", err)
+
+    def test_at_the_prompt_only_sets_the_terms_for_the_questions_after_it(self):
+        docs = self.folders()
+        code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "1", "--no-cache"],
+                                  'invoice deadline\n/only "b" c\ninvoice deadline\n/only nowhere\ninvoice deadline\n'
+                                  '/only\ninvoice deadline\n')
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([line["hits"][0]["source"][:2] if line["hits"] else line["error"][:22] for line in lines],
+                         ["a/", "b/", "no document is within ", "b/", "a/"])  # (a JSON line for each line read)
+        self.assertEqual(err.splitlines(), ["rag.py: asking within b c (/only alone asks of every document)",
+                                            "rag.py: no document is within --only nowhere (their names look like "
+                                            "'a/memo00.txt'): --list shows them all", "rag.py: asking of every document"])
+        self.assertEqual(code, 1)  # the mistaken line counts as a failure, as a failed question does
+
+    def test_explain_and_eval_ask_within_the_terms(self):
+        docs = self.folders()
+        code, out, _ = run_main(["--docs", docs, "--explain", "--search", "--no-cache", "--only", "b", "invoice"])
+        self.assertIn("== Within: only these documents' chunks are scored ===", out)
+        self.assertIn("  b: 1 of 14 documents, 1 of 14 chunks\n", out)
+        cases = self.write("cases.tsv", "invoice deadline\trules.md\tb\ninvoice deadline\trules.md\n"
+                                        "invoice deadline 11\tmemo11.txt\t!b a/memo1?.txt\n")
+        code, out, err = run_main(["--docs", docs, "--eval", cases, "-k", "3", "--json", "--no-cache"])
+        report = json.loads(out)
+        self.assertEqual((code, report["hit_rate"], [miss["line"] for miss in report["misses"]]), (0, 0.6667, [2]))
+        bad = self.write("bad.tsv", "invoice deadline\trules.md\tnowhere\n")
+        code, out, err = run_main(["--docs", docs, "--eval", bad, "--no-cache"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn(f"rag.py: {bad}:1: no document is within --only nowhere", err)
+
+    def test_list_says_what_came_of_every_file_of_every_format(self):
+        docs = os.path.join(self.folder, "docs")
+        MixedFolderTest.write_every_format(self, os.path.join(docs, "team1"), "the report")
+        self.write("docs/team1/huge.md", "# Big\n\n" + "A line of text.\n" * 80000)
+        cache = os.path.join(self.folder, "cache")
+        code, out, err = run_main(["--docs", docs, "--list", "--json", "--cache", cache, "--max-file-mb", "1"])
+        self.assertEqual(code, 0, err)
+        records = {record["source"]: record for record in map(json.loads, out.splitlines())}
+        self.assertEqual(sorted(records), sorted(f"team1/{name}" for name in os.listdir(os.path.join(docs, "team1"))))
+        self.assertEqual({source for source, record in records.items() if record["chunks"]},
+                         {"team1/" + name for name in ("a.txt", "b.md", "c.markdown", "d.rst", "e.html", "f.htm", "g.pdf",
+                                                       "h.docx", "i.odt", "j.pptx", "k.odp", "l.xlsx", "m.ods", "n.epub",
+                                                       "old.txt", "partly.pdf")})
+        self.assertEqual({source: record["note"] for source, record in records.items() if record["note"]}, {
+            "team1/binary.txt": "binary (contains NUL bytes; if it is text, save it as UTF-8)",
+            "team1/broken.docx": "not a zip archive, or a truncated one (File is not a zip file)",
+            "team1/huge.md": "larger than 1 MiB (1,280,007 bytes; --max-file-mb raises the limit)",
+            "team1/old.txt": "is not UTF-8; read it as Windows-1252, some characters may be wrong",
+            "team1/partly.pdf": "p. 2 has no text: OCR it first; the text in font Secret has no Unicode map: it is left out",
+            "team1/scan.pdf": "no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf"})
+        self.assertEqual((records["team1/partly.pdf"]["pages"], records["team1/j.pptx"]["pages"], records["team1/b.md"]["lines"]),
+                         (1, 1, 3))
+        self.assertRegex(records["team1/a.txt"]["changed"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+        code, out, err = run_main(["--docs", docs, "--list", "--cache", cache, "--only", "*.pdf", "--max-file-mb", "2"])
+        self.assertEqual(out.splitlines()[-1], "3 files, 2 with text, 1 without (why: above)")
+        self.assertRegex(out, r"team1/scan\.pdf    \d{4}-\d\d-\d\d  no text: no text layer \(a scan\?\)")
+        self.assertRegex(out, r"team1/partly\.pdf  \d{4}-\d\d-\d\d  p\. 1: p\. 2 has no text")
+        _, out, _ = run_main(["--docs", docs, "--list", "--json", "--cache", cache, "--only", "huge.md", "--max-file-mb", "2"])
+        self.assertEqual(json.loads(out)["lines"], 80002)  # too large once, so read again when the limit was raised
 
 class ExplainTest(unittest.TestCase):
 
