@@ -1165,18 +1165,15 @@ class Index:
     def search(self, weights, k, within=None):
         """Return [(chunk number, score)] of the k best chunks for a query, best first: the sum over its
         tokens of each one's weight in the query (1; more for a word a long question repeats, less for an
-        earlier question's) times its BM25 weight in the chunk. within: None, or a bytearray by chunk
-        number, 1 for the chunks that may be found (--only); the others are not even summed. Ties go to the
+        earlier question's) times its BM25 weight in the chunk. within: None, or the Within of --only
+        terms: the chunks that may be found, the others are not even summed. Ties go to the
         earlier chunk, so the same question always gets the same hits. The scores of the last query are
         kept: when copies take the places of the best (see rank), the same query is asked for more."""
         query, mask, scores = self.scored
         if query != tuple(weights.items()) or mask is not within:
             scores = [0.0] * len(self.norms)
             for token, boost in weights.items():
-                numbers, bm25 = self.weights_of(token)
-                postings = zip(numbers, bm25)
-                if within is not None:  # the postings within, picked in C: those outside cost almost nothing
-                    postings = itertools.compress(postings, map(within.__getitem__, numbers))
+                postings = postings_within(*self.weights_of(token), within)
                 if boost == 1.0:  # a question's own token: no multiplication to pay
                     for number, weight in postings:
                         scores[number] += weight
@@ -1231,6 +1228,18 @@ class Index:
         misuse", seen with Python 3.13)."""
         with self.lock:
             return self.db.execute(query, values).fetchall()
+
+
+def postings_within(numbers, weights, within):
+    """Return the (chunk number, weight) pairs of a token's postings (ascending numbers) whose chunks are
+    within (None: all): where the runs of chunks within are few (a folder is one), each run's postings
+    are found by bisection; else every posting is looked up in the mask, in C (itertools)."""
+    if within is None:
+        return zip(numbers, weights)
+    if len(within.runs) * 32 > len(numbers):
+        return itertools.compress(zip(numbers, weights), map(within.mask.__getitem__, numbers))
+    ends = [(bisect.bisect_left(numbers, first), bisect.bisect_left(numbers, stop)) for first, stop in within.runs]
+    return itertools.chain.from_iterable(zip(numbers[start:end], weights[start:end]) for start, end in ends if end > start)
 
 
 def make_tables(db):
@@ -2330,11 +2339,18 @@ def question_vector(question, embeddings):
 # ---------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Within:
+    """The chunks a question may find (of the files --only terms keep), said two ways."""
+    mask: bytearray   # by chunk number: 1 within, 0 not
+    runs: list        # [(first, stop)]: the chunks numbered first to stop - 1 are within, ascending
+
+
+@dataclass(frozen=True)
 class Query:
     """What is searched for: the tokens to match, each with its weight, and the text to embed."""
     weights: dict     # token -> weight: 1 for the question's own tokens, less for an earlier question's
     text: str         # the question, after the one before it when it follows up ("and the hotel cap?")
-    within: bytearray = None  # by chunk number, 1 for those it may find (chunks_within); None: every chunk
+    within: Within = None  # the chunks it may find (chunks_within); None: every chunk
 
 
 def make_query(question, earlier=(), within=None):
@@ -2417,26 +2433,30 @@ def day_start(value, term):
 
 
 def chunks_within(index, only):
-    """Return a bytearray by chunk number, 1 for the chunks of the files that the --only terms keep, or
-    None when there are no terms. A file's chunks are numbered one after another (they are indexed
-    together), so each file is one slice. Kept for the next question within the same terms."""
+    """Return the Within of the files that the --only terms keep, or None when there are no terms. A file's
+    chunks are numbered one after another (they are indexed together), and so are the files of a folder
+    read in one run: each is a run of numbers. Kept for the next question within the same terms."""
     if not only:
         return None
-    mask = index.masks.get(only)
-    if mask is None:
+    within = index.masks.get(only)
+    if within is None:
         if index.files is None:  # (source, last changed, first and last chunk) of each file with text
             index.files = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last in index.rows(
                 "SELECT files.source, identity, min(number), max(number) FROM files JOIN chunks ON chunks.path = "
                 "files.path GROUP BY files.path ORDER BY 3")]
-        rules, mask = only_rules(only), bytearray(len(index.norms))
+        rules, mask, runs = only_rules(only), bytearray(len(index.norms)), []
         for source, changed, first, last in index.files:
             if is_within(rules, source, changed):
                 mask[first:last + 1] = b"\1" * (last + 1 - first)
-        if not any(mask):
+                if runs and runs[-1][1] == first:  # right after the file before it: one run
+                    runs[-1] = (runs[-1][0], last + 1)
+                else:
+                    runs.append((first, last + 1))
+        if not runs:
             names = f" (their names look like {index.files[0][0]!r})" if index.files else ""
             raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
-        index.masks[only] = mask
-    return mask
+        within = index.masks[only] = Within(mask, runs)
+    return within
 
 
 def lexical_ranking(index, query, depth, embeddings=None):
@@ -2463,7 +2483,7 @@ def shortlist(embeddings, vector, count, within=None):
     the 1,500 chunks it picks find 99% of the ten best (README, "Limits")."""
     numbers, signs = embeddings.signs, embeddings.signs.values()
     if within is not None:
-        picked = list(map(within.__getitem__, numbers))
+        picked = list(map(within.mask.__getitem__, numbers))
         numbers, signs = list(itertools.compress(numbers, picked)), list(itertools.compress(signs, picked))
     if len(signs) <= count:
         return list(numbers)
@@ -3218,10 +3238,10 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
           else "  none: it asks one thing")
     if config.only:
         within = chunks_within(index, config.only)
-        files = sum(within[first] for _, _, first, _ in index.files)
+        files = sum(within.mask[first] for _, _, first, _ in index.files)
         stage("Within: only these documents' chunks are scored")
         print(f"  {' '.join(config.only)}: {files:,} of {len(index.files):,} documents, "
-              f"{sum(within):,} of {index.size:,} chunks")
+              f"{sum(within.mask):,} of {index.size:,} chunks")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
     asked_before = [asked for asked, _ in earlier]

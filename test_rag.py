@@ -2778,12 +2778,23 @@ class WithinTest(TempFolder):
                               "--only", "*.md", "--only", "menu.txt", "invoice deadline soup"])
         self.assertEqual(sorted(hit["source"] for hit in json.loads(out)["hits"]), ["b/rules.md", "c/menu.txt"])
 
+    def test_postings_within_are_found_by_runs_or_one_by_one_alike(self):
+        numbers, weights = array("I", range(0, 200, 2)), array("d", [n / 10 for n in range(100)])
+        mask = bytearray(200)
+        for first, stop in [(10, 21), (50, 52), (199, 200)]:
+            mask[first:stop] = b"\1" * (stop - first)
+        within = rag.Within(mask, [(10, 21), (50, 52), (199, 200)])
+        expected = [(10, 0.5), (12, 0.6), (14, 0.7), (16, 0.8), (18, 0.9), (20, 1.0), (50, 2.5)]
+        self.assertEqual(list(rag.postings_within(numbers, weights, within)), expected)  # 3 runs: by bisection
+        self.assertEqual(list(rag.postings_within(numbers[:40], weights[:40], within)), expected)  # one by one
+        self.assertEqual(len(list(rag.postings_within(numbers, weights, None))), 100)
+
     def test_meaning_is_searched_within_the_terms_too(self):
         """By meaning, the question's nearest chunk is 1; within chunks 0 and 2, the shortlist and both
         rankings give only those."""
         index = index_of("apple banana", "apple", "cherry")
         embeddings = embeddings_of(([0.2, 0.98], [1.0, 0.0], [0.5, 0.87]), "banana", [1.0, 0.0])
-        within = bytearray([1, 0, 1])
+        within = rag.Within(bytearray([1, 0, 1]), [(0, 1), (2, 3)])
         question = rag.unit_vector([1.0, 0.0])  # (all signs agree: a tie, so all the chunks it may give)
         self.assertEqual((rag.shortlist(embeddings, question, 1), rag.shortlist(embeddings, question, 1, within)),
                          ([0, 1, 2], [0, 2]))
