@@ -6010,8 +6010,11 @@ RELOAD_SECONDS = 2.0   # stat the --docs files at most this often (a stat a file
 MODEL_CALLS = 1        # answers generated at a time (a local model answers one at a time anyway)
 MAX_BODY_BYTES = 64 * 1024    # of a request: a question and its history
 MAX_QUESTION_CHARS = 2000     # about a page
+MAX_TERMS = 20         # --only terms a request may give (the documents a question is asked of)
+MAX_LISTED = 500       # files of one folder listed at once (the page's documents)
 MAX_HEADER_BYTES = 16 * 1024  # request line, and all headers (a browser sends about 1 KB)
-MAX_CONNECTIONS = 64   # open at a time; one more gets 503
+MAX_CONNECTIONS = 64   # open at a time; when full, the one idle longest is closed (503 when none is idle)
+IDLE_PER_CLIENT = 8    # connections of one address waiting for a request (a browser opens up to 6); more close its oldest
 IDLE_SECONDS = 30.0    # a client silent this long, reading or writing, is dropped: a slow one blocks nobody
 HEADERS = {"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
            "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -6252,12 +6255,26 @@ def read_json(handler):
     return value
 
 
+def only_of(terms, snapshot):
+    """Return the --only terms of a request (a list of strings), checked against the documents."""
+    if not isinstance(terms, list) or len(terms) > MAX_TERMS or not all(isinstance(term, str) and len(term) <= 500 for term in terms):
+        raise RagError(f"only: a list of at most {MAX_TERMS} terms, such as \"/hr\" or \"*.pdf\"", status=400)
+    only = tuple(term.strip() for term in terms if term.strip())
+    try:
+        chunks_within(snapshot.index, only)
+    except RagError as e:  # a mistaken term, or none of the documents within
+        raise RagError(str(e).replace("--list shows them all", "pick others"), status=400) from None
+    return only
+
+
 def question_asked(site, params):
-    """Return (snapshot, config, question, earlier turns) of a GET: ?q=question&h=earlier question&a=its answer."""
+    """Return (snapshot, config, question, earlier turns) of a GET: ?q=question&h=earlier question&a=its answer
+    &only=a term (repeated)."""
     snapshot, questions = site.live.current(), params.get("h", [])
     answers = params.get("a", []) + [""] * len(questions)
     turns = history_of([{"question": q, "answer": a} for q, a in zip(questions, answers)])
-    return snapshot, replace(site.config, mode=snapshot.mode), question_of(params.get("q", [""])[-1]), turns
+    config = replace(site.config, mode=snapshot.mode, only=only_of(params.get("only", []), snapshot))
+    return snapshot, config, question_of(params.get("q", [""])[-1]), turns
 
 
 def head_line(snapshot, question, hits, mode):
@@ -6270,12 +6287,12 @@ def head_line(snapshot, question, hits, mode):
 
 
 def route_ask(handler, site, params):
-    """POST /api/ask {"question", "history"}: NDJSON lines: the hits given to the model, {"waiting": n}
+    """POST /api/ask {"question", "history", "only"}: NDJSON lines: the hits given to the model, {"waiting": n}
     while n answers go first, {"text": piece} as the answer is generated, then the answer's --json line."""
     body = read_json(handler)
     question, earlier = question_of(body.get("question"), "question"), history_of(body.get("history", []))
     snapshot = site.live.current()
-    config, told = replace(site.config, mode=snapshot.mode), []
+    config, told = replace(site.config, mode=snapshot.mode, only=only_of(body.get("only", []), snapshot)), []
     answer = Answer(question, config.mode, [])
     try:  # ask()'s journey, with the queue for the model between the prompt and the answer
         found, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
@@ -6346,7 +6363,7 @@ def route_explain(handler, site, params):
     each hit's score by token (both ranks and the cosine in hybrid mode), what fits the context, the request."""
     snapshot, config, question, turns = question_asked(site, params)
     index, earlier, embeddings = snapshot.index, [asked for asked, _ in turns], snapshot.embeddings
-    query = make_query(question, earlier)
+    query = make_query(question, earlier, chunks_within(index, config.only))
     found, mode = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
     answer = prompt_for(index, question, found, mode, config, turns)
     hits, given = [], {hit.number: hit for hit in answer.hits}
@@ -6364,6 +6381,29 @@ def route_explain(handler, site, params):
                         "weights": list(query.weights.items()), "request": request,
                         "not_asked": (answer.warnings or [None])[0],
                         "budget": {"context": config.context, "answer": ANSWER_TOKENS, "base": base}})
+
+
+def route_files(handler, site, params):
+    """GET /api/files?in=folder: the folders in a folder of the documents, each with how many files it holds
+    and how many of those have no text, and its files (at most MAX_LISTED), each as --list --json says it."""
+    snapshot, folder = site.live.current(), params.get("in", [""])[-1].strip("/")
+    records = site.records.get(id(snapshot.index))
+    if records is None:
+        records = file_records(snapshot.index)
+        site.records = {id(snapshot.index): records}  # (one snapshot's: the last asked for)
+    start, folders, files = folder + "/" if folder else "", {}, []
+    for record in records:
+        if record["source"].startswith(start):
+            name, below, _ = record["source"][len(start):].partition("/")
+            if below:
+                counts = folders.setdefault(name, [0, 0])
+                counts[0], counts[1] = counts[0] + 1, counts[1] + (not record["chunks"])
+            else:
+                files.append(record)
+    send(handler, 200, {"in": folder, "folders": [{"name": name, "files": n, "without_text": empty}
+                                                  for name, (n, empty) in sorted(folders.items())],
+                        "files": files[:MAX_LISTED], "more": max(0, len(files) - MAX_LISTED),
+                        "generation": snapshot.generation})
 
 
 def route_status(handler, site, params):
@@ -6386,7 +6426,7 @@ ROUTES = {"/": ("GET", lambda handler, site, params: send(handler, 200, PAGE, "t
                                                                  "text/javascript; charset=utf-8")),
           "/page.css": ("GET", lambda handler, site, params: send(handler, 200, STYLE, "text/css; charset=utf-8")),
           "/api/status": ("GET", route_status), "/api/search": ("GET", route_search),
-          "/api/passage": ("GET", route_passage), "/api/explain": ("GET", route_explain),
+          "/api/passage": ("GET", route_passage), "/api/explain": ("GET", route_explain), "/api/files": ("GET", route_files),
           "/api/ask": ("POST", route_ask)}
 
 
@@ -6396,7 +6436,7 @@ class Site:
     def __init__(self, config, host, port, token, model_calls, log_questions, public_url="", read_now=True):
         import socket  # here, not at the top: see the note after the imports
         self.config, self.port, self.token, self.log_questions = config, port, token, log_questions
-        self.live, self.queue = LiveIndex(config, read_now), ModelQueue(model_calls)
+        self.live, self.queue, self.records = LiveIndex(config, read_now), ModelQueue(model_calls), {}
         self.names = {"localhost", host.lower()}
         if token:  # off loopback: also the machine's names
             self.names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
@@ -6453,7 +6493,7 @@ def handle(handler, site):
     path, _, query = handler.path.partition("?")  # routes are exact paths: no "..", "//" or "http://host/"
     try:
         try:
-            params = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=12)  # a="": no answer yet
+            params = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=2 * HISTORY_TURNS + MAX_TERMS + 4)  # a="": no answer yet
         except ValueError:
             raise RagError("too many query fields", status=400) from None
         if not site.host_allowed(handler.headers.get("Host", "")):
@@ -6529,7 +6569,12 @@ def page_handler_class():
             handle(self, self.server.site)
         do_POST = do_GET
 
+        def handle_one_request(self):
+            super().handle_one_request()
+            self.server.set_busy(self.connection, False)  # waiting for the next request: idle again
+
         def parse_request(self):  # the base class allows 64 KB a line and 100 headers
+            self.server.set_busy(self.connection, True)  # a request has arrived: its connection is never closed for another
             if len(self.raw_requestline) > MAX_HEADER_BYTES:
                 self.command, self.request_version, self.requestline = "", "", ""
                 self.send_error(414)
@@ -6560,7 +6605,13 @@ def page_handler_class():
 
 def page_server_class(host):
     """Return the class of the page's server at host (IPv4 or IPv6): a thread a connection, at most
-    MAX_CONNECTIONS of them at a time (each server counts its own); one more is answered 503."""
+    MAX_CONNECTIONS of them at a time (each server counts its own).
+
+    Anyone who can reach the port can open connections and send nothing: held open, they would take
+    every place. So a connection that is waiting for a request (idle) gives way: to a new connection
+    when all places are taken (the one idle longest is closed), and to another of its own address when
+    that address has IDLE_PER_CLIENT idle ones. A connection whose request has arrived is never closed
+    for another; only when every place holds one is a new connection answered 503."""
     import http.server  # here, not at the top: see the note after the imports
     import socket
     import socketserver
@@ -6569,22 +6620,45 @@ def page_server_class(host):
     class Server(http.server.ThreadingHTTPServer):
         daemon_threads, request_queue_size = True, MAX_CONNECTIONS
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        lock = threading.Lock()
 
         def server_bind(self):  # HTTPServer's looks the address up in DNS, which can take seconds
             socketserver.TCPServer.server_bind(self)
+            self.open = {}  # connection -> [client address, busy], oldest first
 
         def process_request(self, request, client_address):
-            if self.connections.acquire(blocking=False):
-                return super().process_request(request, client_address)
-            request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            self.shutdown_request(request)
+            with self.lock:
+                idle = [c for c, (address, busy) in self.open.items() if not busy]
+                own = [c for c in idle if self.open[c][0] == client_address[0]]
+                if len(own) >= IDLE_PER_CLIENT:
+                    self.close_idle(own[0])
+                elif len(self.open) >= MAX_CONNECTIONS and idle:
+                    self.close_idle(idle[0])
+                elif len(self.open) >= MAX_CONNECTIONS:  # every place answers a request
+                    request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    return self.shutdown_request(request)
+                self.open[request] = [client_address[0], False]
+            super().process_request(request, client_address)
+
+        def close_idle(self, connection):
+            """Close an idle connection: its thread, waiting for a request, reads the end and stops."""
+            del self.open[connection]
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def set_busy(self, connection, busy):
+            with self.lock:
+                if connection in self.open:
+                    self.open[connection][1] = busy
 
         def process_request_thread(self, request, client_address):
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                self.connections.release()
+                with self.lock:
+                    self.open.pop(request, None)
     return Server
 
 
@@ -6633,11 +6707,16 @@ PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><title>rag.py</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="/page.css"><script src="/page.js" defer></script></head>
-<body><header><h1>rag.py</h1><p id="about" class="quiet"></p></header>
+<body><header><h1>rag.py</h1><p id="about" class="quiet"></p>
+<button type="button" id="docs-button" aria-expanded="false" aria-controls="docs">Documents</button></header>
+<section id="docs" hidden aria-labelledby="docs-title"><h2 id="docs-title">Documents</h2>
+<p class="quiet">Tick folders or files to ask within them; with none ticked, questions are asked of all.
+<label>Changed since <input type="date" id="since"></label></p><ul id="tree" class="tree"></ul></section>
 <main><div id="thread" aria-live="polite"><p id="intro" class="quiet">Ask a question about the documents: the answer
 cites the passages it comes from, and a follow-up can say "it" or "and in Japan?". <b>Search only</b> lists the
 passages without asking the model.</p></div>
-<form id="ask" role="search" autocomplete="off"><label for="q" class="hidden">Question</label>
+<form id="ask" role="search" autocomplete="off"><p id="within" class="within" hidden></p>
+<label for="q" class="hidden">Question</label>
 <input id="q" name="q" maxlength="2000" placeholder="Ask about the documents" enterkeyhint="send" autofocus>
 <button type="submit" id="go">Ask</button> <button type="button" id="search">Search only</button>
 <button type="button" id="new" disabled>New topic</button></form></main>
@@ -6679,7 +6758,7 @@ button:disabled { opacity: .5; cursor: default; }
 a { color: var(--accent); }
 .turn { padding: 1.25rem 0; border-bottom: 1px solid var(--line); }
 .question { font-size: 1.2rem; font-weight: 650; margin: 0 0 .5rem; overflow-wrap: anywhere; }
-.answer { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 1.06rem; }
+.answer { overflow-wrap: anywhere; font-size: 1.06rem; }
 .status { margin: .25rem 0; } .status:empty { display: none; }
 .streaming::after { content: "\\258D"; color: var(--accent); animation: blink 1s steps(1) infinite; }
 @keyframes blink { 50% { opacity: 0; } }
@@ -6730,7 +6809,30 @@ mark { background: var(--mark); color: inherit; border-radius: .2rem; padding: 0
 .t4 { color: var(--t4); } .t5 { color: var(--t5); } .t6 { color: var(--t6); } .t7 { color: var(--t7); }
 .fit { list-style: none; padding: 0; font-size: .9rem; } .fit .no { color: var(--muted); }
 kbd { font: .85em ui-monospace, monospace; border: 1px solid var(--line); border-radius: .3rem; padding: 0 .3rem; }
-@media (max-width: 30rem) { body { font-size: 1rem; } dialog { padding: 1rem; } }
+#docs-button { margin-left: auto; font-size: .85rem; padding: .2rem .8rem; }
+#docs { max-width: 46rem; margin: .75rem auto 0; padding: .75rem 1rem; border: 1px solid var(--line);
+  border-radius: .8rem; background: var(--card); max-height: 60vh; overflow: auto; }
+#docs h2 { font-size: 1.05rem; margin: 0 0 .25rem; }
+.tree, .tree ul { list-style: none; margin: 0; padding: 0; } .tree ul { padding-left: 1.4rem; }
+.tree li { margin: .15rem 0; overflow-wrap: anywhere; } .tree label { cursor: pointer; }
+.tree .twisty { border: 0; padding: 0 .3rem; font-size: .8rem; width: 1.6rem; }
+.tree .leaf { display: inline-block; width: 1.6rem; }
+.tree .what { color: var(--muted); font-size: .85rem; } .tree .note { color: var(--warn); font-size: .85rem; display: block;
+  padding-left: 3.2rem; }
+.within { flex: 1 1 100%; margin: 0; font-size: .9rem; color: var(--muted); }
+.within button { font-size: .8rem; padding: .05rem .6rem; margin-left: .5rem; }
+.asked-within { color: var(--muted); font-size: .85rem; margin: -.4rem 0 .4rem; }
+.answer { white-space: normal; } .answer p, .answer ul, .answer ol { margin: 0 0 .6rem; }
+.answer h4 { font-size: 1.05rem; margin: .8rem 0 .3rem; } .answer code { font: .9em ui-monospace, Menlo, Consolas, monospace;
+  background: var(--bg); padding: 0 .2rem; border-radius: .2rem; }
+.answer pre { white-space: pre-wrap; font: .85rem/1.5 ui-monospace, Menlo, Consolas, monospace; background: var(--bg);
+  padding: .5rem .7rem; border-radius: .4rem; }
+.answer table { border-collapse: collapse; margin: 0 0 .6rem; font-size: .95rem; display: block; overflow-x: auto; }
+.answer th, .answer td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: left; vertical-align: top; }
+.actions button + button { margin-left: .5rem; }
+.run { font-size: .9rem; margin-right: .2rem; } .chips .more { color: var(--muted); font-size: .85rem; }
+@media (max-width: 30rem) { body { font-size: 1rem; } dialog { padding: 1rem; } .tree .note { padding-left: 1.6rem; }
+  #docs { border-radius: 0; border-width: 1px 0; } }
 """
 
 SCRIPT = r"""'use strict';
@@ -6740,6 +6842,7 @@ const $ = (id) => document.getElementById(id), box = $('q'), thread = $('thread'
 const CITATION = /\[(\d+(?:\s*[,\-–]\s*\d+)*)\]/g;  // rag.py's CITATION: [1], [1, 2], [1-3]
 let topic = [];      // this conversation: {question, answer} each; "New topic" empties it
 let generation = 0;  // of the documents' index: a new one means they were re-read
+let picked = new Set();  // --only terms: "/hr" a folder, "/hr/a.pdf" a file, "since:2026-01-31"; none: all
 
 function el(tag, cls, ...children) {
   const node = document.createElement(tag);
@@ -6759,35 +6862,45 @@ const get = async (url, options) => {
   return response;
 };
 
-function address(question, earlier, kind) {  // ?q=...&h=earlier question&a=its answer
+function address(question, earlier, only, kind) {  // ?q=...&h=earlier question&a=its answer&only=term
   const params = new URLSearchParams({q: question});
   earlier.forEach((turn) => params.append('h', turn.question));
   if (kind === 'explain') earlier.forEach((turn) => params.append('a', turn.answer));
+  only.forEach((term) => params.append('only', term));
   if (kind === true) params.set('search', '1');
   return params;
 }
+const within = (only) => only.map((term) => term.startsWith('since:') ? 'changed since ' + term.slice(6)
+  : term.slice(1) + (term.includes('.', term.lastIndexOf('/')) ? '' : '/')).join(', ');  // "/hr" -> "hr/"
 
-async function run(question, search) {
-  const earlier = topic.slice(-2), turn = el('article', 'turn'), status = el('p', 'status', 'Finding passages…');
-  const view = {turn, status, question, earlier, body: el('div', 'answer'), text: '', head: null, done: false};
+async function run(question, search, earlier = topic.slice(-2)) {
+  const turn = el('article', 'turn'), status = el('p', 'status', 'Finding passages…'), only = [...picked];
+  const view = {turn, status, question, earlier, only, body: el('div', 'answer'), text: '', head: null, done: false};
   $('intro')?.remove();
   turn.append(el('h2', 'question', question), status, view.body);
+  if (only.length) turn.insertBefore(el('p', 'asked-within', 'Within ' + within(only)), status);
   thread.append(turn);
   turn.scrollIntoView({block: 'nearest'});
-  const url = '?' + address(question, earlier, search);
+  const url = '?' + address(question, earlier, only, search);
   if (location.search !== url) history.pushState(null, '', url);
   busy(true);
   try {
     if (search) {
-      const result = view.head = placed(await (await get('/api/search?' + address(question, earlier))).json());
+      const result = view.head = placed(await (await get('/api/search?' + address(question, earlier, only))).json());
       reread(view, result);
-      status.textContent = result.hits.length ? `${result.hits.length} passages, best first (${result.mode} search)`
-        : 'No passage shares a word with the question.';
+      status.textContent = !result.hits.length ? 'No passage shares a word with the question.'
+        : `${result.hits.length} passages, best first (${result.mode} search` + (earlier.length ? '; the words of the '
+          + 'questions before count too, less: New topic searches this one alone)' : ')');
       view.body.append(passages(result));
       finish(view, '');
     } else {
+      view.stop = new AbortController();
+      const stop = el('button', '', 'Stop');
+      stop.type = 'button';
+      stop.addEventListener('click', () => view.stop.abort());
+      turn.append(view.stopping = el('p', 'actions', stop));
       const response = await get('/api/ask', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                              body: JSON.stringify({question, history: earlier})});
+                                              body: JSON.stringify({question, history: earlier, only}), signal: view.stop.signal});
       const reader = response.body.getReader(), decoder = new TextDecoder();
       for (let buffer = '', end, done = false; !done;) {  // NDJSON: one object a line
         const chunk = await reader.read();
@@ -6799,7 +6912,12 @@ async function run(question, search) {
       if (!view.done) throw new Error('the answer stopped before its end (did rag.py stop?)');
     }
   } catch (error) {
-    if (error.status === 503) {  // still reading the documents, with none read yet: not a failure
+    view.stopping?.remove();
+    if (error.name === 'AbortError') {  // Stop: the server stops generating when it sees the page go
+      status.textContent = 'Stopped: the answer is cut short.';
+      if (view.head) given(view, view.head.hits.map((hit, i) => i + 1));
+      finish(view, view.text);
+    } else if (error.status === 503) {  // still reading the documents, with none read yet: not a failure
       status.textContent = error.message[0].toUpperCase() + error.message.slice(1) + '.';
     } else {
       status.textContent = 'Failed: ' + error.message;
@@ -6815,7 +6933,7 @@ function onLine(view, line) {
     view.text += line.text;
     view.status.textContent = 'Answering…';
     view.body.classList.add('streaming');
-    cite(view.body, view.text, view.head);
+    render(view.body, view.text, view.head);
   } else if ('answer' in line) answered(view, line);
   else {
     view.head = placed(line);
@@ -6833,44 +6951,111 @@ function answered(view, line) {
       + 'these are the passages it would have read.' : 'The model could not be asked.'), el('p', 'quiet', line.error));
     if (head.hits.length) view.body.append(passages(head));
   } else {
-    cite(view.body, line.answer, head);
+    render(view.body, line.answer, head);
     const notes = (line.error ? ['The answer is cut short: ' + line.error] : []).concat(line.warnings);
     const capital = (note) => note[0].toUpperCase() + note.slice(1);
     if (notes.length) view.turn.append(el('ul', 'warnings', ...notes.map((note) => el('li', '', capital(note)))));
-    const cited = line.citations.length ? line.citations : head.hits.map((hit, i) => i + 1);  // never an answer without its sources
-    if (!line.citations.length && cited.length) view.turn.append(el('p', 'quiet', 'The passages it was given:'));
-    view.turn.append(el('ul', 'sources', ...cited.map((n) => el('li', '', link(String(n), head, n - 1),
-      ` ${where(head.hits[n - 1])}` + (head.hits[n - 1].heading ? ' · ' + path(head.hits[n - 1].heading) : '')
-      + also(head.hits[n - 1])))));
+    given(view, line.citations.length ? line.citations : head.hits.map((hit, i) => i + 1), !line.citations.length);
   }
   finish(view, line.answer || '');
 }
 
+function given(view, numbers, uncited = true) {  // the sources cited; never an answer without its sources
+  const head = view.head, lines = numbers.map((n) => `[${n}] ${where(head.hits[n - 1])}`
+    + (head.hits[n - 1].heading ? ' · ' + path(head.hits[n - 1].heading) : '') + also(head.hits[n - 1]));
+  if (uncited && numbers.length) view.turn.append(el('p', 'quiet', 'The passages it was given:'));
+  view.turn.append(el('ul', 'sources', ...numbers.map((n, i) => el('li', '', link(String(n), head, n - 1),
+    lines[i].slice(String(n).length + 2)))));
+  view.sources = lines;
+}
+
 function finish(view, answer) {
-  const explain = el('button', '', 'Explain');
+  const button = (label, action) => Object.assign(el('button', '', label), {type: 'button', onclick: action});
+  const explain = button('Explain', () => explainTurn(view, explain));
+  const copy = button('Copy', () => copyText(copy, [answer || view.text, ...(view.sources || [])].join('\n')));
   view.done = true;
+  view.stopping?.remove();
   topic.push({question: view.question, answer});
   $('new').disabled = false;
-  explain.type = 'button';
   explain.setAttribute('aria-expanded', 'false');
-  explain.addEventListener('click', () => explainTurn(view, explain));
-  view.turn.append(el('p', 'actions', explain));
+  const actions = el('p', 'actions', explain);
+  if (answer) actions.append(copy);
+  actions.append(button('Ask again', () => !busy.now && (picked = new Set(view.only), showWithin(), run(view.question, false, view.earlier))));
+  view.turn.append(actions);
   explain.scrollIntoView({block: 'nearest'});
 }
 
-function cite(parent, text, head) {  // the text, each [n] in it a link to passage n ([1-3]: 1, 2, 3)
+async function copyText(button, text) {  // the clipboard API needs https or localhost; else the old way
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (error) {
+    const area = Object.assign(el('textarea'), {value: text});
+    document.body.append(area);
+    area.select();
+    document.execCommand('copy');
+    area.remove();
+  }
+  button.textContent = 'Copied';
+  setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+}
+
+// The answer's Markdown, as elements made of text nodes (never markup from the model): headings, lists, tables,
+// code, **bold**, *italic* and `code`; each [n] a link to passage n ([1-3]: 1, 2, 3).
+const INLINE = new RegExp('`([^`]+)`|\\*\\*(.+?)\\*\\*|__(.+?)__|(?<![\\w*])\\*(?![\\s*])(.+?)(?<!\\s)\\*(?!\\w)'
+  + '|(?<![\\w_])_(?![\\s_])(.+?)(?<!\\s)_(?!\\w)|' + CITATION.source, 'g');
+
+function render(parent, text, head) {
+  const out = [];
+  let list = null, table = null, code = null, para = null;
+  for (const line of text.split('\n')) {
+    if (code && /^\s*```/.test(line)) code = null;
+    else if (code) code.append(code.firstChild ? '\n' + line : line);
+    else if (/^\s*```/.test(line)) { out.push(code = el('pre')); list = table = para = null; }
+    else if (!line.trim()) list = table = para = null;
+    else if (/^\s{0,3}#{1,6}\s/.test(line)) {
+      out.push(inline(el('h4'), line.replace(/^\s*#+\s+|\s+#+\s*$/g, ''), head));
+      list = table = para = null;
+    } else if (/^\s*\|.*\|\s*$/.test(line)) {
+      if (/^[\s|:-]+$/.test(line)) continue;  // the line under a table's header
+      if (!table) out.push(table = el('table'));
+      const row = el('tr'), cell = table.rows.length ? 'td' : 'th';
+      table.append(row);
+      line.trim().slice(1, -1).split('|').forEach((text) => row.append(inline(el(cell), text.trim(), head)));
+      list = para = null;
+    } else if (/^\s*([-*+•]|\d+[.)])\s+/.test(line)) {
+      const kind = /^\s*\d/.test(line) ? 'OL' : 'UL';
+      if (list?.tagName !== kind) out.push(list = el(kind));
+      if (kind === 'OL' && !list.firstChild) list.start = parseInt(line, 10);
+      list.append(inline(el('li'), line.replace(/^\s*([-*+•]|\d+[.)])\s+/, ''), head));
+      table = para = null;
+    } else if (list && /^\s+\S/.test(line)) inline(list.lastChild, ' ' + line.trim(), head);  // an item's next line
+    else {
+      if (para) para.append(el('br'));
+      else out.push(para = el('p'));
+      inline(para, line, head);
+      list = table = null;
+    }
+  }
+  parent.replaceChildren(...out);
+}
+
+function inline(node, text, head) {
   let at = 0;
-  parent.replaceChildren();
-  for (const match of text.matchAll(CITATION)) {
-    parent.append(text.slice(at, match.index));
-    for (const item of match[1].split(',')) {
+  for (const match of text.matchAll(INLINE)) {
+    node.append(text.slice(at, match.index));
+    const [, code, bold, bold2, italic, italic2, cited] = match;
+    if (code !== undefined) node.append(el('code', '', code));
+    else if (bold || bold2) node.append(inline(el('strong'), bold || bold2, head));
+    else if (italic || italic2) node.append(inline(el('em'), italic || italic2, head));
+    else for (const item of cited.split(',')) {
       const [first, last = first] = item.split(/[-–]/).map(Number);
       for (let n = Math.min(first, last); n <= Math.min(Math.max(first, last), first + 20); n++)
-        parent.append(head.hits[n - 1] ? link(String(n), head, n - 1) : el('span', 'cite bad', `[${n}]`));
+        node.append(head.hits[n - 1] ? link(String(n), head, n - 1) : el('span', 'cite bad', `[${n}]`));
     }
     at = match.index + match[0].length;
   }
-  parent.append(text.slice(at));
+  node.append(text.slice(at));
+  return node;
 }
 
 function link(label, head, i, cls) {
@@ -6936,7 +7121,7 @@ async function explainTurn(view, button) {
   if (view.explain) view.explain.hidden = !view.explain.hidden;
   else {
     try {
-      view.explain = stages(await (await get('/api/explain?' + address(view.question, view.earlier, 'explain'))).json());
+      view.explain = stages(await (await get('/api/explain?' + address(view.question, view.earlier, view.only, 'explain'))).json());
     } catch (error) {
       view.explain = el('p', 'problem', error.message);
     }
@@ -6949,9 +7134,12 @@ function stages(x) {  // --explain as pictures: tokens, scores by token, the con
   const color = new Map(x.weights.map(([token], i) => [token, 't' + (i % 8)]));
   const chip = (text, token, kind) => el('span', `chip ${color.get(token) || ''} ${kind || ''}`, text);
   const sum = (hit) => hit.parts.reduce((total, [, weight]) => total + weight, 0), most = Math.max(1e-9, ...x.hits.map(sum));
-  const words = x.words.flatMap(([word, tokens]) => tokens.length
-    ? tokens.map((token) => chip(token === word ? word : `${word} → ${token}`, token)) : [chip(word, '', 'dropped')]);
-  const earlier = x.weights.filter(([, weight]) => weight < 1).map(([token, weight]) => chip(`${token} ×${weight}`, token, 'earlier'));
+  const words = x.words.flatMap(([word, tokens]) => tokens.length > 1  // a CJK run: its pairs and ideographs, once each
+    ? [el('span', 'run', word + ' →'), ...[...new Set(tokens)].map((token) => chip(token, token))]
+    : tokens.length ? [chip(tokens[0] === word ? word : `${word} → ${tokens[0]}`, tokens[0])] : [chip(word, '', 'dropped')]);
+  const terms = (parts) => [...parts].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([token, weight]) => `${token} `
+    + weight.toFixed(2)).join(' + ') + (parts.length > 6 ? ` + ${parts.length - 6} more` : '');  // the largest parts
+  const earlier = x.weights.filter(([, weight]) => weight < 1).map(([token, weight]) => chip(`${token} ×${weight.toFixed(2)}`, token, 'earlier'));
   const section = el('section', 'explain', el('h3', '', '1 · Tokens'), el('p', 'chips', ...words, ...earlier));
   if (earlier.length) section.append(el('p', 'quiet', 'Dashed: words of the earlier questions, at a lower weight, so that a '
     + 'follow-up finds the passages of its topic.'));
@@ -6961,7 +7149,7 @@ function stages(x) {  // --explain as pictures: tokens, scores by token, the con
       el('span', 'score', hit.score.toFixed(x.mode === 'lexical' ? 2 : 3))),
     el('span', 'stack', ...hit.parts.map(([token, weight]) => Object.assign(widen(el('span', color.get(token)), weight / most),
       {title: `${token} ${weight.toFixed(2)}`}))),
-    el('p', 'quiet', (hit.parts.map(([token, weight]) => `${token} ${weight.toFixed(2)}`).join(' + ') || 'no shared token')
+    el('p', 'quiet', (terms(hit.parts) || 'no shared token')
       + (x.mode === 'lexical' ? '' : ` · words #${hit.lexical_rank ?? '–'} · meaning #${hit.embedding_rank ?? '–'}`
         + ` · cosine ${hit.cosine.toFixed(3)}`))))));
   const budget = x.budget, given = x.hits.filter((hit) => hit.fits), bar = el('div', 'budget');
@@ -6979,6 +7167,86 @@ function stages(x) {  // --explain as pictures: tokens, scores by token, the con
                  body ? el('pre', 'request', lines.join('\n')) : el('p', '', 'Nothing: ' + x.not_asked));
   return section;
 }
+
+// The documents as a tree, a folder's contents fetched when it is first opened. A tick picks a folder or a
+// file to ask within (the --only terms "/hr", "/hr/a.pdf"); the pick is kept in the page's address.
+const covered = (term) => [...picked].some((t) => term === t || term.startsWith(t + '/'));
+
+async function folder(list, path) {
+  try {
+    const x = await (await get('/api/files?' + new URLSearchParams({in: path}))).json();
+    list.replaceChildren(...x.folders.map((f) => branch(path ? `${path}/${f.name}` : f.name, f)), ...x.files.map(leaf));
+    if (x.more) list.append(el('li', 'quiet', `and ${x.more} more files: tick the folder to ask within them all`));
+    if (!list.firstChild) list.append(el('li', 'quiet', 'No documents.'));
+  } catch (error) {
+    list.replaceChildren(el('li', 'problem', error.message));
+  }
+}
+
+function tick(term, label) {
+  const box = Object.assign(el('input'), {type: 'checkbox'});
+  box.dataset.term = term.replace(/[*?]/g, '?');  // (a glob: * and ? in a name match themselves as ?)
+  box.setAttribute('aria-label', 'Ask within ' + label);
+  box.addEventListener('change', () => {
+    box.checked ? picked.add(box.dataset.term) : picked.delete(box.dataset.term);
+    showWithin();
+  });
+  return box;
+}
+
+function branch(path, f) {
+  const twisty = Object.assign(el('button', 'twisty', '▸'), {type: 'button'}), list = el('ul');
+  list.hidden = true;
+  twisty.setAttribute('aria-expanded', 'false');
+  twisty.setAttribute('aria-label', 'Open ' + f.name);
+  twisty.addEventListener('click', () => {
+    list.hidden = !list.hidden;
+    twisty.textContent = list.hidden ? '▸' : '▾';
+    twisty.setAttribute('aria-expanded', String(!list.hidden));
+    if (!list.hidden && !list.firstChild) folder(list, path).then(showWithin);
+  });
+  const what = `${f.files} file${f.files === 1 ? '' : 's'}` + (f.without_text ? `, ${f.without_text} without text` : '');
+  return el('li', '', twisty, el('label', '', tick('/' + path, f.name), ` ${f.name}/`), ' ', el('span', 'what', what), list);
+}
+
+function leaf(file) {
+  const name = file.source.split('/').pop(), day = new Date(file.changed * 1000).toISOString().slice(0, 10);
+  const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
+  const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
+                  el('span', 'what', `${read} · changed ${day}`));
+  if (file.note) item.append(el('span', 'note', file.note));
+  return item;
+}
+
+function showWithin() {  // the ticks, the line above the question and the address say the same pick
+  document.querySelectorAll('#tree input').forEach((box) => {
+    box.checked = covered(box.dataset.term);
+    box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder ticked
+  });
+  const since = [...picked].find((term) => term.startsWith('since:'));
+  $('since').value = since ? since.slice(6) : '';
+  const line = $('within'), clear = Object.assign(el('button', '', 'Ask all'), {type: 'button'});
+  clear.addEventListener('click', () => { picked.clear(); showWithin(); });
+  line.hidden = !picked.size;
+  line.replaceChildren('Asking within ' + within([...picked]), clear);
+  const params = new URLSearchParams(location.search);
+  params.delete('only');
+  picked.forEach((term) => params.append('only', term));
+  history.replaceState(null, '', params.toString() ? '?' + params : location.pathname);
+}
+
+$('docs-button').addEventListener('click', () => {
+  const panel = $('docs'), open = panel.hidden;
+  panel.hidden = !open;
+  $('docs-button').setAttribute('aria-expanded', String(open));
+  if (open && !$('tree').firstChild) folder($('tree'), '').then(showWithin);
+});
+$('since').addEventListener('change', () => {
+  [...picked].filter((term) => term.startsWith('since:')).forEach((term) => picked.delete(term));
+  if ($('since').value) picked.add('since:' + $('since').value);
+  showWithin();
+});
 
 function busy(now) { busy.now = now; $('go').disabled = $('search').disabled = now; }
 
@@ -7026,6 +7294,8 @@ async function about() {  // what is served; while the documents are first read,
     history.replaceState(null, '', params.toString() ? '?' + params : location.pathname);
   }
   about();
+  picked = new Set(params.getAll('only'));
+  if (picked.size) showWithin();
   if (params.get('q')) {
     topic = params.getAll('h').map((question) => ({question, answer: ''}));
     run(params.get('q'), params.has('search'));

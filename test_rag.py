@@ -5450,17 +5450,38 @@ class PageRequestRulesTest(ServerCase):
         slow.settimeout(5)
         self.assertEqual(slow.recv(100), b"")  # closed by the server after IDLE_SECONDS
 
-    def test_connections_are_bounded(self):
-        old = rag.MAX_CONNECTIONS
-        rag.MAX_CONNECTIONS = 2
-        self.addCleanup(setattr, rag, "MAX_CONNECTIONS", old)
+    def test_idle_connections_give_way_and_requests_under_way_do_not(self):
+        """Connections that send nothing cannot lock people out (300 of them did, for 30 s at a time): when
+        all places are taken, the one idle longest is closed; an address's idle ones beyond IDLE_PER_CLIENT
+        close its oldest. Only when every place holds a request under way is a new connection refused."""
+        for name, value in (("MAX_CONNECTIONS", 3), ("IDLE_PER_CLIENT", 2)):
+            patch = mock.patch.object(rag, name, value)
+            patch.start()
+            self.addCleanup(patch.stop)
         self.start(config_for(self.fake.url, [self.docs]))
-        idle = [socket.create_connection(("127.0.0.1", self.port)) for _ in range(2)]
-        for connection in idle:
+
+        def connect(request=b""):
+            connection = socket.create_connection(("127.0.0.1", self.port))
             self.addCleanup(connection.close)
-        self.assertTrue(eventually(lambda: self.request("GET", "/api/status")[0] == 503))  # once both are taken
-        idle[0].close()
-        self.assertTrue(eventually(lambda: self.request("GET", "/api/status")[0] == 200))
+            connection.settimeout(5)
+            connection.sendall(request)
+            return connection
+        idle = [connect() for _ in range(3)]
+        self.assertEqual(idle[0].recv(100), b"")  # the third of one address closed the first
+        self.assertEqual(self.request("GET", "/api/status")[0], 200)  # all places taken: the one idle longest gave way
+        self.assertEqual(idle[1].recv(100), b"")
+        promised = (b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 50\r\n\r\n" % self.port)  # and the body never comes: under way
+        under_way = lambda: sum(busy for _, busy in self.server.open.values())  # noqa: E731
+        busy = []
+        for n in range(1, 4):  # (one at a time: a connection is idle until its request has been read)
+            busy.append(connect(promised))
+            self.assertTrue(eventually(lambda: under_way() == n))
+        self.assertEqual(idle[2].recv(100), b"")
+        self.assertEqual(self.request("GET", "/api/status", headers={"Connection": "close"})[0], 503)  # all under way
+        busy[0].close()
+        self.assertTrue(eventually(lambda: under_way() == 2))
+        self.assertEqual(self.request("GET", "/api/status")[0], 200)
 
     def test_hostile_document_text_is_served_as_json_never_as_a_page(self):
         with open(os.path.join(self.docs, "<img src=x onerror=alert(1)>.md"), "w") as f:
