@@ -6737,7 +6737,7 @@ STYLE = """
   --bad: #f28b82; --mark: #6e5a12; --t0: #8ab4f8; --t1: #f5a05a; --t2: #81c995; --t3: #d7a4ec; --t4: #6fd3dc;
   --t5: #f48fb1; --t6: #c9a892; --t7: #a8bac4; } }
 * { box-sizing: border-box; }
-html { scroll-padding-bottom: 10rem; }
+html { scroll-padding-bottom: 12rem; }
 body { margin: 0; background: var(--bg); color: var(--fg); -webkit-text-size-adjust: 100%;
   font: 1.0625rem/1.6 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK JP", sans-serif; }
 header, main, footer { max-width: 46rem; margin: 0 auto; padding: 0 1rem; }
@@ -6760,7 +6760,7 @@ a { color: var(--accent); }
 .question { font-size: 1.2rem; font-weight: 650; margin: 0 0 .5rem; overflow-wrap: anywhere; }
 .answer { overflow-wrap: anywhere; font-size: 1.06rem; }
 .status { margin: .25rem 0; } .status:empty { display: none; }
-.streaming::after { content: "\\258D"; color: var(--accent); animation: blink 1s steps(1) infinite; }
+.streaming > :last-child::after, .streaming:empty::after { content: "\\258D"; color: var(--accent); animation: blink 1s steps(1) infinite; }
 @keyframes blink { 50% { opacity: 0; } }
 a.cite, .cite.bad { display: inline-block; min-width: 1.35em; margin: 0 .1em; padding: 0 .3em; border-radius: .6em;
   font-size: .8em; font-weight: 650; line-height: 1.45; text-align: center; text-decoration: none; vertical-align: .12em;
@@ -6895,10 +6895,7 @@ async function run(question, search, earlier = topic.slice(-2)) {
       finish(view, '');
     } else {
       view.stop = new AbortController();
-      const stop = el('button', '', 'Stop');
-      stop.type = 'button';
-      stop.addEventListener('click', () => view.stop.abort());
-      turn.append(view.stopping = el('p', 'actions', stop));
+      busy(true, view.stop);  // Ask becomes Stop
       const response = await get('/api/ask', {method: 'POST', headers: {'Content-Type': 'application/json'},
                                               body: JSON.stringify({question, history: earlier, only}), signal: view.stop.signal});
       const reader = response.body.getReader(), decoder = new TextDecoder();
@@ -6912,7 +6909,6 @@ async function run(question, search, earlier = topic.slice(-2)) {
       if (!view.done) throw new Error('the answer stopped before its end (did rag.py stop?)');
     }
   } catch (error) {
-    view.stopping?.remove();
     if (error.name === 'AbortError') {  // Stop: the server stops generating when it sees the page go
       status.textContent = 'Stopped: the answer is cut short.';
       if (view.head) given(view, view.head.hits.map((hit, i) => i + 1));
@@ -6974,7 +6970,6 @@ function finish(view, answer) {
   const explain = button('Explain', () => explainTurn(view, explain));
   const copy = button('Copy', () => copyText(copy, [answer || view.text, ...(view.sources || [])].join('\n')));
   view.done = true;
-  view.stopping?.remove();
   topic.push({question: view.question, answer});
   $('new').disabled = false;
   explain.setAttribute('aria-expanded', 'false');
@@ -7248,10 +7243,16 @@ $('since').addEventListener('change', () => {
   showWithin();
 });
 
-function busy(now) { busy.now = now; $('go').disabled = $('search').disabled = now; }
+function busy(now, stop) {  // while an answer comes, Ask is Stop
+  Object.assign(busy, {now, stop});
+  $('go').disabled = now && !stop;
+  $('search').disabled = now;
+  $('go').textContent = stop ? 'Stop' : 'Ask';
+}
 
 function submit(search) {
   const question = box.value.trim();
+  if (busy.stop && !search) busy.stop.abort();
   if (!question || busy.now) return;
   box.value = '';
   run(question, search);

@@ -31,6 +31,7 @@ import textwrap
 import threading
 import time
 import unittest
+import urllib.parse
 import zipfile
 import zlib
 from array import array
@@ -4866,6 +4867,13 @@ class ServerCase(unittest.TestCase):
             time.sleep(0.02)
         self.fail(f"no log line matches {pattern!r}: {self.log.getvalue()}")
 
+    def write(self, name, content):
+        """Write a file into the documents' folder."""
+        path = os.path.join(self.docs, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+
     def ask(self, question, history=(), headers=None):
         """Return the NDJSON lines of /api/ask, parsed."""
         status, _, text = self.request("POST", "/api/ask", {"question": question, "history": list(history)}, headers)
@@ -5304,6 +5312,51 @@ class PageRoutesTest(ServerCase):
         self.assertEqual([(m["role"], m["content"]) for m in messages[1:5]],
                          [("user", "per diem Japan"), ("assistant", ""), ("user", "What about mileage"),
                           ("assistant", "Mileage is EUR 0.23 per km")])
+
+    def test_a_question_is_asked_within_the_documents_picked(self):
+        """The handbook in hr/, a one-line VPN note in it/: only= keeps each question (ask, search, explain)
+        within the files named, and terms that keep none are a 400 that says so."""
+        os.makedirs(os.path.join(self.docs, "hr"))
+        os.replace(os.path.join(self.docs, "handbook.txt"), os.path.join(self.docs, "hr", "handbook.txt"))
+        self.write("it/vpn.md", "The VPN token is reset at the helpdesk.")
+        self.start(config_for(self.fake.url, [self.docs]))
+        question = "How do I reset my token at the helpdesk?"
+        everywhere = json.loads(self.request("GET", "/api/search?" + urllib.parse.urlencode({"q": question}))[2])
+        self.assertEqual(everywhere["hits"][0]["source"], "it/vpn.md")
+        for only in (["/hr"], ["hr/**", "!it"], ["*.txt"]):
+            with self.subTest(only=only):
+                query = urllib.parse.urlencode({"q": question, "only": only}, doseq=True)
+                for path in ("/api/search?", "/api/explain?"):
+                    hits = json.loads(self.request("GET", path + query)[2])["hits"]
+                    self.assertEqual({hit["source"] for hit in hits}, {"hr/handbook.txt"}, path)
+                status, _, text = self.request("POST", "/api/ask", {"question": question, "only": only})
+                self.assertEqual({hit["source"] for hit in json.loads(text.splitlines()[0])["hits"]}, {"hr/handbook.txt"})
+        for only, said in ((["/finance"], "no document is within --only /finance (their names look like 'hr/handbook.txt'): "
+                                          "pick others"), (["since:2026-02-30"], "expected a date"), ("/hr", "only: a list"),
+                           ([1], "only: a list")):
+            with self.subTest(only=only):
+                status, _, text = self.request("POST", "/api/ask", {"question": question, "only": only})
+                self.assertEqual(status, 400)
+                self.assertIn(said, text)
+        self.assertEqual(self.request("GET", "/api/search?" + urllib.parse.urlencode(
+            {"q": question, "only": [f"/{n}" for n in range(21)]}, doseq=True))[0], 400)  # more terms than MAX_TERMS
+
+    def test_files_are_listed_folder_by_folder_with_what_was_read(self):
+        self.write("it/vpn.md", "The VPN token is reset at the helpdesk.")
+        self.write("it/old/scan.pdf", b"%PDF-1.4\n")
+        self.start(config_for(self.fake.url, [self.docs]))
+        top = json.loads(self.request("GET", "/api/files")[2])
+        self.assertEqual(top["folders"], [{"name": "it", "files": 2, "without_text": 1}])
+        self.assertEqual([(f["source"], f["lines"], f["note"]) for f in top["files"]], [("handbook.txt", 690, "")])
+        it = json.loads(self.request("GET", "/api/files?in=it/")[2])
+        self.assertEqual((it["in"], it["folders"], [f["source"] for f in it["files"]]),
+                         ("it", [{"name": "old", "files": 1, "without_text": 1}], ["it/vpn.md"]))
+        old = json.loads(self.request("GET", "/api/files?in=it/old")[2])["files"][0]
+        self.assertEqual((old["chunks"], old["note"]), (0, "no pages found (a damaged PDF?); repair it: qpdf in.pdf out.pdf"))
+        with mock.patch.object(rag, "MAX_LISTED", 0):
+            top = json.loads(self.request("GET", "/api/files?in=")[2])
+        self.assertEqual((top["files"], top["more"]), ([], 1))  # a folder of too many files says how many more
+        self.assertEqual(json.loads(self.request("GET", "/api/files?in=nowhere")[2])["files"], [])
 
     def test_a_bare_number_is_a_port_on_this_machine(self):
         server = rag.make_server(config_for(self.fake.url), "0")

@@ -217,6 +217,94 @@ def main(shots):
             second.wait()
             warner.close()
 
+        # Asking within: a folder of teams, a scan among them. The Documents panel shows what was read of each
+        # file; ticks (keyboard) ask within some, and the pick is kept in the address. The answer's Markdown
+        # is shown as formatting, its markup as text; Stop, Copy and Ask again.
+        teams, teams_cache = tempfile.mkdtemp(prefix="rag-browser-teams-"), tempfile.mkdtemp(prefix="rag-browser-cache-")
+        os.makedirs(os.path.join(teams, "hr", "2026"))
+        os.makedirs(os.path.join(teams, "it"))
+        shutil.copy(HANDBOOK, os.path.join(teams, "hr"))
+        with open(os.path.join(teams, "hr", "2026", "leave.md"), "w") as f:
+            f.write("# Leave in 2026\n\nFrom 2026, parental leave for the partner is six weeks.\n")
+        with open(os.path.join(teams, "it", "vpn.md"), "w") as f:
+            f.write("# VPN\n\nThe VPN token is reset at the helpdesk, room 2.14: bring your badge.\n")
+        with open(os.path.join(teams, "it", "scan.pdf"), "wb") as f:
+            f.write(b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+                    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\ntrailer<</Root 1 0 R>>\n")
+        markdown = FakeModel(text="**Parental leave** for the partner is *six weeks* [1].\n\n## By role\n\n- partner: six weeks [1]\n"
+                                  "- birth parent: see `table[2]` [2]\n\n| Role | Weeks |\n|---|---|\n| partner | 6 |\n\n"
+                                  "<b>not bold</b> and <img src=x onerror=\"window.__pwned=4\">", delay=0.05)
+        fourth, fourth_url = start([sys.executable, "-u", RAG, "--serve", "127.0.0.1:0", "--docs", teams, "--cache", teams_cache],
+                                   env=dict(os.environ, OLLAMA_HOST=markdown.url))
+        try:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            driver.get(fourth_url)
+            wait.until(lambda d: "passages" in d.find_element(By.ID, "about").text)
+            button = driver.find_element(By.ID, "docs-button")
+            button.send_keys(Keys.ENTER)
+            tree = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#tree > li") and d.find_element(By.ID, "tree"))
+            check("Documents lists the folders with their counts", "hr/ 2 files" in tree.text and "it/ 2 files, 1 without text" in tree.text)
+            for twisty in driver.find_elements(By.CSS_SELECTOR, "#tree > li > .twisty"):
+                twisty.send_keys(Keys.ENTER)
+            wait.until(lambda d: "vpn.md" in tree.text and "handbook.txt" in tree.text)
+            check("a file without text says why", "scan.pdf no text" in tree.text and "no text layer (a scan?): OCR it" in tree.text)
+            check("a file read says how much of it", "handbook.txt 690 lines · changed" in tree.text)
+            driver.find_element(By.CSS_SELECTOR, "#tree input[data-term='/hr']").send_keys(Keys.SPACE)
+            wait.until(lambda d: not d.find_element(By.ID, "within").get_attribute("hidden"))
+            check("a ticked folder is said above the question and kept in the address",
+                  driver.find_element(By.ID, "within").text.startswith("Asking within hr/") and "only=%2Fhr" in driver.current_url)
+            check("the files in a ticked folder are ticked with it", driver.find_element(
+                By.CSS_SELECTOR, "#tree input[data-term='/hr/handbook.txt']").is_selected())
+            shot("17-documents")
+            driver.find_element(By.ID, "q").send_keys("How long is parental leave for the partner? Who resets the VPN token?" + Keys.ENTER)
+            turn = finished(1)
+            sources = turn.find_element(By.CSS_SELECTOR, ".sources").text
+            check(f"the answer comes from the ticked folder only ({sources[:60]}...)", "hr/" in sources and "it/" not in sources)
+            check("the turn says where it was asked", "Within hr/" in turn.text)
+            answer = turn.find_element(By.CSS_SELECTOR, ".answer")
+            check("the answer's Markdown is shown as formatting", answer.find_elements(By.CSS_SELECTOR, "strong")
+                  and answer.find_elements(By.CSS_SELECTOR, "em") and len(answer.find_elements(By.CSS_SELECTOR, "li")) == 2
+                  and answer.find_elements(By.CSS_SELECTOR, "h4") and len(answer.find_elements(By.CSS_SELECTOR, "table td")) == 2)
+            check("... its markup as text, code as code", "<b>not bold</b>" in answer.text and "<img src=x" in answer.text
+                  and answer.find_element(By.CSS_SELECTOR, "code").text == "table[2]" and not answer.find_elements(By.CSS_SELECTOR, "img, b")
+                  and driver.execute_script("return window.__pwned === undefined"))
+            shot("18-markdown-within", turn)
+            buttons = {b.text: b for b in turn.find_elements(By.CSS_SELECTOR, ".actions button")}
+            buttons["Copy"].click()
+            check("Copy says it copied", WebDriverWait(driver, 5).until(lambda d: buttons["Copy"].text == "Copied"))
+            buttons["Ask again"].click()
+            finished(2)
+            check("Ask again asks the same question within the same documents", turns()[1].find_element(By.CSS_SELECTOR, ".question").text
+                  == turns()[0].find_element(By.CSS_SELECTOR, ".question").text and "Within hr/" in turns()[1].text)
+            driver.get(driver.current_url)  # the address, reopened: the pick and the question with it
+            turn = finished(1)
+            check("a shared address keeps the pick", "Within hr/" in turn.text and driver.find_element(By.ID, "within").text.startswith("Asking within hr/"))
+            markdown.delay = 0.5
+            driver.find_element(By.ID, "q").send_keys("How long is parental leave for the partner?" + Keys.ENTER)
+            WebDriverWait(driver, 10).until(lambda d: turns()[-1].find_element(By.CSS_SELECTOR, ".answer").text)
+            check("while the answer comes, Ask is Stop", driver.find_element(By.ID, "go").text == "Stop")
+            driver.find_element(By.ID, "q").send_keys(Keys.ENTER)  # (the keyboard way: Enter in the question box)
+            turn = finished(2)
+            check("Stop stops the answer, keeps what was said and lists the passages", "Stopped" in turn.text
+                  and turn.find_element(By.CSS_SELECTOR, ".answer").text and turn.find_elements(By.CSS_SELECTOR, ".sources li"))
+            markdown.delay = 0.05
+            driver.find_element(By.CSS_SELECTOR, "#within button").click()
+            check("Ask all clears the pick", driver.find_element(By.ID, "within").get_attribute("hidden") and "only=" not in driver.current_url)
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+            driver.get(fourth_url + "?only=%2Fit")
+            driver.find_element(By.ID, "docs-button").click()
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#tree > li"))
+            driver.find_elements(By.CSS_SELECTOR, "#tree > li > .twisty")[-1].click()
+            wait.until(lambda d: "vpn.md" in d.find_element(By.ID, "tree").text)
+            shot("19-phone-documents")
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        finally:
+            fourth.terminate()
+            fourth.wait()
+            markdown.close()
+            shutil.rmtree(teams)
+            shutil.rmtree(teams_cache)
+
         # A big folder, served as it is first read: the page says how far the reading has come, answers from
         # what is read so far (or says it will), and names the other files that hold a passage's text.
         big, big_cache = tempfile.mkdtemp(prefix="rag-browser-big-"), tempfile.mkdtemp(prefix="rag-browser-cache-")
