@@ -6286,6 +6286,20 @@ def head_line(snapshot, question, hits, mode):
                      generation=snapshot.generation, note=snapshot.note, **reading)
 
 
+# Advice that names an option of the command line ("try a smaller -k") is for whoever runs rag.py.
+ADVICE = re.compile(r"([:;.] )(?=[^:;.]*(?<![\w-])(?:--[a-z][\w-]*|-k\b))(\w)")
+
+
+def for_page(message):
+    """Return a message as a page user can take it: advice that names an option of the command line is
+    said to be for whoever runs rag.py.
+
+    Example: "... dropped part of the sources: try a smaller -k" -> "...: whoever runs rag.py can try a smaller -k"
+    """
+    return ADVICE.sub(lambda match: match[1] + ("W" if match[1] == ". " else "w") + "hoever runs rag.py can "
+                      + match[2].lower(), message, count=1)
+
+
 def route_ask(handler, site, params):
     """POST /api/ask {"question", "history", "only"}: NDJSON lines: the hits given to the model, {"waiting": n}
     while n answers go first, {"text": piece} as the answer is generated, then the answer's --json line."""
@@ -6317,7 +6331,9 @@ def route_ask(handler, site, params):
             handler.timing["wait"] = time.monotonic() - started
             answer = generate(answer, config, lambda piece: piece and write_line(handler, json.dumps({"text": piece})))
             handler.timing["model"] = time.monotonic() - started - handler.timing["wait"]
-    write_line(handler, answer_line(answer))
+    final = json.loads(answer_line(answer))
+    final.update(warnings=list(map(for_page, final["warnings"])), **({"error": for_page(final["error"])} if "error" in final else {}))
+    write_line(handler, json.dumps(final))
     handler.wfile.write(b"0\r\n\r\n")
 
 
@@ -6406,16 +6422,33 @@ def route_files(handler, site, params):
                         "generation": snapshot.generation})
 
 
+def model_note(config):
+    """Return what a page user should know of the chat model in one sentence, "" when all is well: the
+    server has it (Ollama says which models it has; an OpenAI-compatible server was asked at start)."""
+    if config.api != "ollama" or not config.send:
+        return ""
+    names = ollama_models(config.server, config.key)
+    if names is None:
+        return "The model server does not answer now: Search only works; answers wait until it is back."
+    if config.model not in names + [name[:-len(":latest")] for name in names if name.endswith(":latest")]:
+        return (f"The model server has no model {config.model}: Search only works; answers need it pulled on the "
+                f"server (ollama pull {config.model}).")
+    return ""
+
+
 def route_status(handler, site, params):
-    """GET /api/status: what is served: how many documents and chunks, the mode, the model, the last re-read;
-    while the documents are first read, how far that has come ("reading")."""
+    """GET /api/status: what is served: how many documents and chunks, the mode, the model (and a note when
+    the server lacks it), the last re-read; while the documents are first read, how far that has come."""
     try:
         snapshot = site.live.current()
     except RagError:  # nothing read yet
         snapshot = Snapshot(Index(), None, "lexical", (), reading=site.live.reading)
     reading = snapshot.reading and dict(vars(snapshot.reading), line=reading_line(snapshot.reading))
+    if time.monotonic() - site.model_checked[0] > RELOAD_SECONDS:  # (not at every look of a page still reading)
+        site.model_checked = (time.monotonic(), model_note(site.config))
     send(handler, 200, {"documents": len(snapshot.index.sources()), "chunks": snapshot.index.size,
-                        "mode": snapshot.mode, "model": site.config.model, "generation": snapshot.generation,
+                        "mode": snapshot.mode, "model": site.config.model, "model_note": site.model_checked[1],
+                        "generation": snapshot.generation,
                         "note": snapshot.note, "reading": reading, "version": VERSION})
 
 
@@ -6437,6 +6470,7 @@ class Site:
         import socket  # here, not at the top: see the note after the imports
         self.config, self.port, self.token, self.log_questions = config, port, token, log_questions
         self.live, self.queue, self.records = LiveIndex(config, read_now), ModelQueue(model_calls), {}
+        self.model_checked = (-math.inf, "")  # (when, model_note) last asked
         self.names = {"localhost", host.lower()}
         if token:  # off loopback: also the machine's names
             self.names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
@@ -6513,7 +6547,7 @@ def handle(handler, site):
             raise RagError("send the body as Content-Type: application/json", status=415)
         route(handler, site, params)
     except RagError as e:
-        send(handler, e.status or 500, str(e) if e.status else "rag.py failed: " + str(e))
+        send(handler, e.status or 500, str(e) if e.status else "rag.py failed: " + for_page(str(e)))
     except (ClientGone, OSError):  # OSError: a reset, a broken pipe, a client silent for IDLE_SECONDS
         handler.status, handler.close_connection = 499, True  # 499: the client closed the connection, as nginx logs it
     finally:
@@ -6809,6 +6843,7 @@ mark { background: var(--mark); color: inherit; border-radius: .2rem; padding: 0
 .t4 { color: var(--t4); } .t5 { color: var(--t5); } .t6 { color: var(--t6); } .t7 { color: var(--t7); }
 .fit { list-style: none; padding: 0; font-size: .9rem; } .fit .no { color: var(--muted); }
 kbd { font: .85em ui-monospace, monospace; border: 1px solid var(--line); border-radius: .3rem; padding: 0 .3rem; }
+header .warnings { flex: 1 1 100%; order: 3; margin: .5rem 0 0; }
 #docs-button { margin-left: auto; font-size: .85rem; padding: .2rem .8rem; }
 #docs { max-width: 46rem; margin: .75rem auto 0; padding: .75rem 1rem; border: 1px solid var(--line);
   border-radius: .8rem; background: var(--card); max-height: 60vh; overflow: auto; }
@@ -7282,6 +7317,7 @@ async function about() {  // what is served; while the documents are first read,
     } else {
       $('about').textContent = `${status.documents} document${status.documents === 1 ? '' : 's'}, ${status.chunks} passages · `
         + `${status.mode} search · ${status.model}`;
+      if (status.model_note) $('about').after(el('p', 'warnings', status.model_note));
     }
   } catch (error) {
     $('about').textContent = error.message;

@@ -4754,7 +4754,7 @@ class FakeModel:
                 pass
 
             def do_GET(self):
-                self.reply({"version": "0.12.6"} if self.path == "/api/version" else {"models": []})
+                self.reply({"version": "0.12.6"} if self.path == "/api/version" else {"models": [{"name": "llama3.2:latest"}]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -5340,6 +5340,26 @@ class PageRoutesTest(ServerCase):
                 self.assertIn(said, text)
         self.assertEqual(self.request("GET", "/api/search?" + urllib.parse.urlencode(
             {"q": question, "only": [f"/{n}" for n in range(21)]}, doseq=True))[0], 400)  # more terms than MAX_TERMS
+
+    def test_advice_for_the_command_line_is_said_to_be_for_whoever_runs_it(self):
+        self.start(config_for("http://127.0.0.1:1", [self.docs]))
+        self.assertIn("(Connection refused). Whoever runs rag.py can start it with `ollama serve`, or point OLLAMA_HOST or "
+                      "--host at it.", self.ask("What is the per diem in Japan?")[-1]["error"])
+        for message, said in [("the prompt filled ... so it dropped part of the sources: try a smaller -k",
+                               "the prompt filled ... so it dropped part of the sources: whoever runs rag.py can try a smaller -k"),
+                              ("the answer cites no source: check it against the passages it was given", None),
+                              ("stopped sending for 300 s; try again or allow more time with --timeout",
+                               "stopped sending for 300 s; whoever runs rag.py can try again or allow more time with --timeout")]:
+            with self.subTest(message=message):
+                self.assertEqual(rag.for_page(message), said or message)
+
+    def test_status_says_when_the_server_lacks_the_model_or_does_not_answer(self):
+        self.assertEqual(json.loads(self.request("GET", "/api/status")[2])["model_note"], "")
+        self.start(config_for(self.fake.url, [self.docs], model="qwen3:4b"))
+        self.assertEqual(json.loads(self.request("GET", "/api/status")[2])["model_note"], "The model server has no model "
+                         "qwen3:4b: Search only works; answers need it pulled on the server (ollama pull qwen3:4b).")
+        self.start(config_for("http://127.0.0.1:1", [self.docs]))
+        self.assertIn("does not answer now: Search only works", json.loads(self.request("GET", "/api/status")[2])["model_note"])
 
     def test_files_are_listed_folder_by_folder_with_what_was_read(self):
         self.write("it/vpn.md", "The VPN token is reset at the helpdesk.")
