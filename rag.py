@@ -6906,7 +6906,8 @@ function address(question, earlier, only, kind) {  // ?q=...&h=earlier question&
   return params;
 }
 const within = (only) => only.map((term) => term.startsWith('since:') ? 'changed since ' + term.slice(6)
-  : term.slice(1) + (term.includes('.', term.lastIndexOf('/')) ? '' : '/')).join(', ');  // "/hr" -> "hr/"
+  : !term.startsWith('/') ? term : term.slice(1) + (term.includes('.', term.lastIndexOf('/')) ? '' : '/'))
+  .join(', ');  // a pick "/hr" is shown "hr/"; a term written by hand as it is
 
 async function run(question, search, earlier = topic.slice(-2)) {
   const turn = el('article', 'turn'), status = el('p', 'status', 'Finding passages…'), only = [...picked];
