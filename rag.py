@@ -3050,7 +3050,8 @@ def file_records(index, only=()):
 
 
 def print_files(records, as_json):
-    """Print the file records as a table (or one JSON line each), and how many were read."""
+    """Print the file records as a table: each file, when it last changed and was read, what was read of it
+    (or one JSON line each); and how many have text."""
     if as_json:
         for record in records:
             moments = {key: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record[key])) for key in ("changed", "read")}
@@ -3058,12 +3059,12 @@ def print_files(records, as_json):
         return
     width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
     for record in records:
-        day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
+        day, read = time.strftime("%Y-%m-%d", time.localtime(record["changed"])), time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"]))
         kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "lines"
         last = record.get("pages") or record.get("lines")
         got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text"
-        print(textwrap.fill(f"{record['source']:<{width}}  {day}  {got}" + (f": {record['note']}" if record["note"] else ""),
-                            COLUMNS, subsequent_indent="    "))
+        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read}  {got}"
+                            + (f": {record['note']}" if record["note"] else ""), COLUMNS, subsequent_indent="    "))
     empty = sum(not record["chunks"] for record in records)
     print(f"{len(records)} files, {len(records) - empty} with text" + (f", {empty} without (why: above)" if empty else ""))
 
@@ -7246,6 +7247,7 @@ function leaf(file) {
   const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
   const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
                   el('span', 'what', `${read} · changed ${day}`));
+  item.title = 'read ' + new Date(file.read * 1000).toLocaleString();
   if (file.note) item.append(el('span', 'note', file.note));
   return item;
 }

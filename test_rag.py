@@ -2894,8 +2894,9 @@ class WithinTest(TempFolder):
         self.assertRegex(records["team1/a.txt"]["changed"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
         code, out, err = run_main(["--docs", docs, "--list", "--cache", cache, "--only", "*.pdf", "--max-file-mb", "2"])
         self.assertEqual(out.splitlines()[-1], "3 files, 2 with text, 1 without (why: above)")
-        self.assertRegex(out, r"team1/scan\.pdf    \d{4}-\d\d-\d\d  no text: no text layer \(a scan\?\)")
-        self.assertRegex(out, r"team1/partly\.pdf  \d{4}-\d\d-\d\d  p\. 1: p\. 2 has no text")
+        self.assertRegex(out, r"team1/scan\.pdf    changed \d{4}-\d\d-\d\d  read \d{4}-\d\d-\d\d \d\d:\d\d  no text: no "
+                              r"text layer \(a scan\?\)")
+        self.assertRegex(out, r"team1/partly\.pdf  changed \d{4}-\d\d-\d\d  read [\d :-]{16}  p\. 1: p\. 2 has no text")
         _, out, _ = run_main(["--docs", docs, "--list", "--json", "--cache", cache, "--only", "huge.md", "--max-file-mb", "2"])
         self.assertEqual(json.loads(out)["lines"], 80002)  # too large once, so read again when the limit was raised
 
