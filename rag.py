@@ -321,10 +321,11 @@ def no_text_found(paths, files):
     return f"no documents in {where}: rag.py reads the files named " + " ".join(f"*{suffix}" for suffix in READERS)
 
 
-def find_files(paths):
+def find_files(paths, others=None):
     """Return the files to read under the given files and folders, each once, in a stable order; the
-    files of other types are counted in one warning. A file's source is its path from the folder named;
-    with several named, from that folder's own name too, so two files never share a source."""
+    files of other types are counted in one warning (and added to the list others, if given, as (path,
+    source)). A file's source is its path from the folder named; with several named, from that folder's
+    own name too, so two files never share a source."""
     found, other_types, seen = [], Counter(), set()
     ordered = named_in_order(paths)
     prefixes = source_prefixes(ordered)
@@ -343,6 +344,8 @@ def find_files(paths):
             identity = None if reader is None else file_identity(file, is_folder, seen)
             if reader is None:
                 other_types[os.path.splitext(file)[1].lower() or "(none)"] += 1
+                if others is not None:
+                    others.append((file, source.replace(os.sep, "/")))
             elif identity is not None:
                 found.append(File(file, source.replace(os.sep, "/"), reader, identity))
     if other_types:
@@ -3046,7 +3049,15 @@ def file_records(index, only=()):
                     for line in note.split("\n") if line]
             records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
                             "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
-    return records
+    for path, source in getattr(index, "others", ()):
+        try:
+            changed = os.stat(path).st_mtime
+        except OSError:  # gone since
+            continue
+        if is_within(rules, source, changed):
+            records.append({"source": source, "changed": changed, "read": None, "chunks": 0, "lines": 0,
+                            "note": f"not read: rag.py does not read {os.path.splitext(source)[1] or 'such'} files"})
+    return sorted(records, key=lambda record: record["source"])
 
 
 def print_files(records, as_json):
@@ -3054,17 +3065,19 @@ def print_files(records, as_json):
     (or one JSON line each); and how many have text."""
     if as_json:
         for record in records:
-            moments = {key: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record[key])) for key in ("changed", "read")}
+            moments = {key: record[key] and time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record[key]))
+                       for key in ("changed", "read")}
             print(json.dumps({**record, **moments}, ensure_ascii=False))
         return
     width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
     for record in records:
-        day, read = time.strftime("%Y-%m-%d", time.localtime(record["changed"])), time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"]))
+        day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
+        read = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"])) if record["read"] else "never"
         kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "lines"
         last = record.get("pages") or record.get("lines")
-        got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text"
-        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read}  {got}"
-                            + (f": {record['note']}" if record["note"] else ""), COLUMNS, subsequent_indent="    "))
+        got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
+        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read:<16}  {got}"
+                            + (": " if got and record["note"] else "") + record["note"], COLUMNS, subsequent_indent="    "))
     empty = sum(not record["chunks"] for record in records)
     print(f"{len(records)} files, {len(records) - empty} with text" + (f", {empty} without (why: above)" if empty else ""))
 
@@ -3654,9 +3667,11 @@ def build_index(config, progress=None, empty=False):
     """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
     if given, is told how far the reading of new and changed files has come (see update_index). One with
     no text is a RagError, unless empty says it will do (--list shows why)."""
-    files = find_files(config.docs)
+    others = []
+    files = find_files(config.docs, others)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
     read = update_index(index, files, config.max_file_bytes, progress)
+    index.others = others  # the files of other kinds, for --list to name
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
     if not index.size and not empty:
@@ -7247,7 +7262,7 @@ function leaf(file) {
   const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
   const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
                   el('span', 'what', `${read} · changed ${day}`));
-  item.title = 'read ' + new Date(file.read * 1000).toLocaleString();
+  item.title = file.read ? 'read ' + new Date(file.read * 1000).toLocaleString() : 'not read';
   if (file.note) item.append(el('span', 'note', file.note));
   return item;
 }

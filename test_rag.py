@@ -2873,6 +2873,7 @@ class WithinTest(TempFolder):
         docs = os.path.join(self.folder, "docs")
         MixedFolderTest.write_every_format(self, os.path.join(docs, "team1"), "the report")
         self.write("docs/team1/huge.md", "# Big\n\n" + "A line of text.\n" * 80000)
+        self.write("docs/team1/server.log", "GET / 200\n")
         cache = os.path.join(self.folder, "cache")
         code, out, err = run_main(["--docs", docs, "--list", "--json", "--cache", cache, "--max-file-mb", "1"])
         self.assertEqual(code, 0, err)
@@ -2888,7 +2889,9 @@ class WithinTest(TempFolder):
             "team1/huge.md": "larger than 1 MiB (1,280,007 bytes; --max-file-mb raises the limit)",
             "team1/old.txt": "is not UTF-8; read it as Windows-1252, some characters may be wrong",
             "team1/partly.pdf": "p. 2 has no text: OCR it first; the text in font Secret has no Unicode map: it is left out",
-            "team1/scan.pdf": "no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf"})
+            "team1/scan.pdf": "no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf",
+            "team1/server.log": "not read: rag.py does not read .log files"})
+        self.assertEqual(records["team1/server.log"]["read"], None)
         self.assertEqual((records["team1/partly.pdf"]["pages"], records["team1/j.pptx"]["pages"], records["team1/b.md"]["lines"]),
                          (1, 1, 3))
         self.assertRegex(records["team1/a.txt"]["changed"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
