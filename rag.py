@@ -77,6 +77,7 @@ PROGRESS_SECONDS = 0.25    # the progress line is rewritten this often at most
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
 CACHED_CHUNKS = 2000       # chunks kept for the next questions, at most (about 2 KB each)
+KEPT_FILTERS = 8           # --only filters kept for the next questions (about 9 bytes a chunk each)
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
@@ -1139,29 +1140,35 @@ class Index:
             counts.frombytes(part_counts)
         return numbers, counts
 
-    def weights_of(self, token):
+    def weights_of(self, token, within=None):
         """Return the chunk numbers that hold the token and its BM25 weight in each: idf * tf part, as
-        bm25_idf and bm25_tf compute them. Worked out the first time a question asks for the token, and
-        kept for the next ones: the tokens asked for last, up to CACHED_POSTINGS chunk numbers in all."""
-        found = self.weights.get(token)
+        bm25_idf and bm25_tf compute them. within (a Within, of --only terms): only the chunks within, and
+        their statistics, as an index of just those files would have them. Worked out the first time a
+        question asks for the token, and kept for the next ones: the tokens asked for last, up to
+        CACHED_POSTINGS chunk numbers in all."""
+        key = token if within is None else (token, within.terms)
+        found = self.weights.get(key)
         if found is None:
             numbers, counts = self.postings(token)
-            idf, norms = bm25_idf(self.size, len(numbers)), self.norms
+            size, norms = self.size, self.norms
+            if within is not None:
+                (numbers, counts), size, norms = postings_within(numbers, counts, within), within.size, within.norms
+            idf = bm25_idf(size, len(numbers))
             found = (numbers, array("d", [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
                                           for number, n in zip(numbers, counts)]))
             with self.lock:  # (the page's threads ask at once)
-                self.weights[token], self.kept = found, self.kept + len(numbers)
+                self.weights[key], self.kept = found, self.kept + len(numbers)
                 while self.kept > CACHED_POSTINGS and len(self.weights) > 1:  # the oldest go first
                     self.kept -= len(self.weights.pop(next(iter(self.weights)))[0])
         return found
 
-    def chunk_frequency(self, token):
-        """Return how many chunks hold the token."""
-        return len(self.weights_of(token)[0])
+    def idf(self, token, within=None):
+        """Return the token's idf among the chunks (within, when given)."""
+        return bm25_idf(self.size if within is None else within.size, len(self.weights_of(token, within)[0]))
 
-    def weight(self, token, number):
+    def weight(self, token, number, within=None):
         """Return the token's BM25 weight in chunk number, 0.0 when it does not occur there."""
-        numbers, weights = self.weights_of(token)
+        numbers, weights = self.weights_of(token, within)
         at = bisect.bisect_left(numbers, number)  # chunk numbers are in ascending order
         return weights[at] if at < len(numbers) and numbers[at] == number else 0.0
 
@@ -1169,14 +1176,14 @@ class Index:
         """Return [(chunk number, score)] of the k best chunks for a query, best first: the sum over its
         tokens of each one's weight in the query (1; more for a word a long question repeats, less for an
         earlier question's) times its BM25 weight in the chunk. within: None, or the Within of --only
-        terms: the chunks that may be found, the others are not even summed. Ties go to the
+        terms: the chunks that may be found, the others are not even read. Ties go to the
         earlier chunk, so the same question always gets the same hits. The scores of the last query are
         kept: when copies take the places of the best (see rank), the same query is asked for more."""
         query, mask, scores = self.scored
         if query != tuple(weights.items()) or mask is not within:
             scores = [0.0] * len(self.norms)
             for token, boost in weights.items():
-                postings = postings_within(*self.weights_of(token), within)
+                postings = zip(*self.weights_of(token, within))
                 if boost == 1.0:  # a question's own token: no multiplication to pay
                     for number, weight in postings:
                         scores[number] += weight
@@ -1233,16 +1240,19 @@ class Index:
             return self.db.execute(query, values).fetchall()
 
 
-def postings_within(numbers, weights, within):
-    """Return the (chunk number, weight) pairs of a token's postings (ascending numbers) whose chunks are
-    within (None: all): where the runs of chunks within are few (a folder is one), each run's postings
-    are found by bisection; else every posting is looked up in the mask, in C (itertools)."""
-    if within is None:
-        return zip(numbers, weights)
+def postings_within(numbers, counts, within):
+    """Return (numbers, counts) of a token's postings (chunk numbers ascending) whose chunks are within:
+    where the runs of chunks within are few (a folder is one), each run's postings are found by bisection;
+    else every posting is looked up in the mask, in C (itertools)."""
     if len(within.runs) * 32 > len(numbers):
-        return itertools.compress(zip(numbers, weights), map(within.mask.__getitem__, numbers))
-    ends = [(bisect.bisect_left(numbers, first), bisect.bisect_left(numbers, stop)) for first, stop in within.runs]
-    return itertools.chain.from_iterable(zip(numbers[start:end], weights[start:end]) for start, end in ends if end > start)
+        picked = list(map(within.mask.__getitem__, numbers))
+        return array("I", itertools.compress(numbers, picked)), array("H", itertools.compress(counts, picked))
+    kept_numbers, kept_counts = array("I"), array("H")
+    for first, stop in within.runs:
+        start, end = bisect.bisect_left(numbers, first), bisect.bisect_left(numbers, stop)
+        kept_numbers.extend(numbers[start:end])
+        kept_counts.extend(counts[start:end])
+    return kept_numbers, kept_counts
 
 
 def make_tables(db):
@@ -1297,11 +1307,11 @@ def transaction(db, path):
         raise
 
 
-def ideal_score(index, weights):
+def ideal_score(index, weights, within=None):
     """Return what a chunk of average length holding each query token once would score: the sum of the
-    tokens' idf, at their weights. Tokens no chunk holds count too: a question about something absent
-    matches less."""
-    return sum(weight * bm25_idf(index.size, index.chunk_frequency(token)) for token, weight in weights.items())
+    tokens' idf (among the chunks within, when given), at their weights. Tokens no chunk holds count
+    too: a question about something absent matches less."""
+    return sum(weight * index.idf(token, within) for token, weight in weights.items())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2343,9 +2353,12 @@ def question_vector(question, embeddings):
 
 @dataclass(frozen=True)
 class Within:
-    """The chunks a question may find (of the files --only terms keep), said two ways."""
+    """The chunks a question may find (of the files --only terms keep), and their statistics for BM25."""
+    terms: tuple      # the --only terms
     mask: bytearray   # by chunk number: 1 within, 0 not
     runs: list        # [(first, stop)]: the chunks numbered first to stop - 1 are within, ascending
+    size: int         # chunks within
+    norms: list       # by chunk number: BM25's length part (as Index.norms) by the average length of those within
 
 
 @dataclass(frozen=True)
@@ -2381,8 +2394,9 @@ def make_query(question, earlier=(), within=None):
 #
 # The filter is applied inside the search: only the chunks within are scored, so the k best are the k best
 # of those files. (Filtered after ranking, the k best of the whole folder would hold few of theirs, or
-# none.) Their scores use the whole folder's statistics (idf, average length), not those of the files
-# within, so a chunk scores the same whatever the filter: README "Asking within some documents" measures it.
+# none.) They are scored with the statistics of the files within (idf, average length), as an index of
+# just those files would score them: in a folder of one topic, the words all its files share tell its
+# files apart less than they tell it from the rest (README, "Asking within some documents", measures it).
 
 def only_rules(terms):
     """Return (the globs that keep, those that leave out, as patterns; the earliest and latest time of
@@ -2444,9 +2458,10 @@ def chunks_within(index, only):
     within = index.masks.get(only)
     if within is None:
         if index.files is None:  # (source, last changed, first and last chunk) of each file with text
-            index.files = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last in index.rows(
-                "SELECT files.source, identity, min(number), max(number) FROM files JOIN chunks ON chunks.path = "
-                "files.path GROUP BY files.path ORDER BY 3")]
+            index.files = [(source, int(identity.split()[1]) / 1e9 if identity else read, first, last)
+                           for source, identity, read, first, last in index.rows(
+                               "SELECT files.source, identity, read, min(number), max(number) FROM files JOIN chunks "
+                               "ON chunks.path = files.path GROUP BY files.path ORDER BY 4")]
         rules, mask, runs = only_rules(only), bytearray(len(index.norms)), []
         for source, changed, first, last in index.files:
             if is_within(rules, source, changed):
@@ -2458,7 +2473,13 @@ def chunks_within(index, only):
         if not runs:
             names = f" (their names look like {index.files[0][0]!r})" if index.files else ""
             raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
-        within = index.masks[only] = Within(mask, runs)
+        lengths = list(itertools.compress(zip(index.numbers, index.lengths), map(mask.__getitem__, index.numbers)))
+        average, norms = sum(length for _, length in lengths) / len(lengths) or 1.0, [0.0] * len(index.norms)
+        for number, length in lengths:
+            norms[number] = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+        within = index.masks[only] = Within(only, mask, runs, len(lengths), norms)
+        while len(index.masks) > KEPT_FILTERS:  # the oldest go first
+            index.masks.pop(next(iter(index.masks)))
     return within
 
 
@@ -2546,7 +2567,7 @@ def hybrid_ranking(index, query, depth, embeddings):
     if len(by_words) < wanted:
         candidates.update(shortlist(embeddings, vector, SHORTLIST, query.within))
     cosine = cosines(embeddings, vector, candidates)
-    ideal = ideal_score(index, query.weights) or 1.0
+    ideal = ideal_score(index, query.weights, query.within) or 1.0
     scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
               for number in candidates}
     best = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:depth]  # ties: the earlier chunk
@@ -2739,7 +2760,7 @@ def focus(index, hits, query, k):
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
     budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
-    idf = {token: bm25_idf(index.size, index.chunk_frequency(token)) for token in query.weights}
+    idf = {token: index.idf(token, query.within) for token in query.weights}
     parts = [sentences(hit.chunk.text) for hit in hits]
     order = []  # (-score, rank, position) of each sentence worth giving
     for rank, pieces in enumerate(parts):
@@ -3253,7 +3274,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     if config.only:
         within = chunks_within(index, config.only)
         files = sum(within.mask[first] for _, _, first, _ in index.files)
-        stage("Within: only these documents' chunks are scored")
+        stage("Within: only these documents' chunks are scored, by their own statistics")
         print(f"  {' '.join(config.only)}: {files:,} of {len(index.files):,} documents, "
               f"{sum(within.mask):,} of {index.size:,} chunks")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
@@ -3311,7 +3332,7 @@ def hit_scores(index, query, hits, mode, embeddings):
     cosine = cosines(embeddings, vector, [hit.number for hit in hits]) if ranks else {}
     scored = []
     for hit in hits:
-        parts = [(token, weight * index.weight(token, hit.number)) for token, weight in query.weights.items()]
+        parts = [(token, weight * index.weight(token, hit.number, query.within)) for token, weight in query.weights.items()]
         ways = ranks and {"lexical_rank": ranks["lexical"].get(hit.number), "cosine": cosine[hit.number],
                           "embedding_rank": ranks["embedding"].get(hit.number)}
         scored.append(([part for part in parts if part[1]], ways))

@@ -923,7 +923,7 @@ class IndexStoreTest(TempFolder):
                 with self.subTest(step=step):
                     index = self.updated(self.path)[0]
                     fresh = self.updated()[0]
-                    self.assertEqual([(t, index.chunk_frequency(t)) for t in words], [(t, fresh.chunk_frequency(t)) for t in words])
+                    self.assertEqual([(t, index.idf(t)) for t in words], [(t, fresh.idf(t)) for t in words])
                     for question in ("per diem japan", "annual leave days", "laptop desk report book"):
                         self.assertEqual(self.ranking(index, question), self.ranking(fresh, question))
             self.assertLessEqual(index.db.execute("SELECT count(*) FROM parts").fetchone()[0], 3 + 1)
@@ -2762,40 +2762,42 @@ class WithinTest(TempFolder):
         self.write("docs/c/menu.txt", "Soup of the day.")
         return os.path.join(self.folder, "docs")
 
-    def test_the_filter_is_applied_inside_the_search_with_the_whole_folder_statistics(self):
+    def test_the_filter_is_applied_inside_the_search_and_scores_as_an_index_of_those_files(self):
         """The k best of the whole folder are all in a/: filtered after ranking, b/ would get no hit. Inside
-        the search, b/'s chunk is found, with the score it has in the whole folder's ranking."""
+        the search, b/'s chunk is found, with the score an index of b/ alone gives it (its statistics)."""
         docs = self.folders()
         code, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "3", "--no-cache", "invoice deadline"])
         self.assertEqual([hit["source"][:2] for hit in json.loads(out)["hits"]], ["a/"] * 3)
-        code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "3", "--no-cache", "--only", "b",
-                                   "invoice deadline"])
-        within = json.loads(out)["hits"]
-        self.assertEqual((code, err, [hit["source"] for hit in within]), (0, "", ["b/rules.md"]))
-        _, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache", "invoice deadline"])
-        self.assertEqual([hit["score"] for hit in json.loads(out)["hits"] if hit["source"] == "b/rules.md"],
-                         [within[0]["score"]])
+        for only, alone in ((["b"], ["b"]), (["!a"], ["b", "c"])):
+            with self.subTest(only=only):
+                code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "3", "--no-cache", "invoice deadline",
+                                           *[f"--only={term}" for term in only]])
+                within = json.loads(out)["hits"]
+                self.assertEqual((code, err, [hit["source"] for hit in within]), (0, "", ["b/rules.md"]))
+                _, out, _ = run_main(["--search", "--json", "-k", "3", "--no-cache", "invoice deadline",
+                                      *[f"--docs={os.path.join(docs, folder)}" for folder in alone]])
+                self.assertEqual([hit["score"] for hit in json.loads(out)["hits"]], [within[0]["score"]])
         _, out, _ = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache", "--only", "!a",
                               "--only", "*.md", "--only", "menu.txt", "invoice deadline soup"])
         self.assertEqual(sorted(hit["source"] for hit in json.loads(out)["hits"]), ["b/rules.md", "c/menu.txt"])
 
     def test_postings_within_are_found_by_runs_or_one_by_one_alike(self):
-        numbers, weights = array("I", range(0, 200, 2)), array("d", [n / 10 for n in range(100)])
+        numbers, counts = array("I", range(0, 200, 2)), array("H", range(100))
         mask = bytearray(200)
         for first, stop in [(10, 21), (50, 52), (199, 200)]:
             mask[first:stop] = b"\1" * (stop - first)
-        within = rag.Within(mask, [(10, 21), (50, 52), (199, 200)])
-        expected = [(10, 0.5), (12, 0.6), (14, 0.7), (16, 0.8), (18, 0.9), (20, 1.0), (50, 2.5)]
-        self.assertEqual(list(rag.postings_within(numbers, weights, within)), expected)  # 3 runs: by bisection
-        self.assertEqual(list(rag.postings_within(numbers[:40], weights[:40], within)), expected)  # one by one
-        self.assertEqual(len(list(rag.postings_within(numbers, weights, None))), 100)
+        within = rag.Within((), mask, [(10, 21), (50, 52), (199, 200)], 14, [])
+        expected = ([10, 12, 14, 16, 18, 20, 50], [5, 6, 7, 8, 9, 10, 25])
+        self.assertEqual([list(a) for a in rag.postings_within(numbers, counts, within)], list(expected))  # by bisection
+        self.assertEqual([list(a) for a in rag.postings_within(numbers[:40], counts[:40], within)], list(expected))  # one by one
 
     def test_meaning_is_searched_within_the_terms_too(self):
         """By meaning, the question's nearest chunk is 1; within chunks 0 and 2, the shortlist and both
         rankings give only those."""
         index = index_of("apple banana", "apple", "cherry")
         embeddings = embeddings_of(([0.2, 0.98], [1.0, 0.0], [0.5, 0.87]), "banana", [1.0, 0.0])
-        within = rag.Within(bytearray([1, 0, 1]), [(0, 1), (2, 3)])
+        within = rag.chunks_within(index, ("0.txt", "2.txt"))
+        self.assertEqual((within.mask, within.runs, within.size), (bytearray([1, 0, 1]), [(0, 1), (2, 3)], 2))
         question = rag.unit_vector([1.0, 0.0])  # (all signs agree: a tie, so all the chunks it may give)
         self.assertEqual((rag.shortlist(embeddings, question, 1), rag.shortlist(embeddings, question, 1, within)),
                          ([0, 1, 2], [0, 2]))
@@ -2857,7 +2859,7 @@ class WithinTest(TempFolder):
     def test_explain_and_eval_ask_within_the_terms(self):
         docs = self.folders()
         code, out, _ = run_main(["--docs", docs, "--explain", "--search", "--no-cache", "--only", "b", "invoice"])
-        self.assertIn("== Within: only these documents' chunks are scored ===", out)
+        self.assertIn("== Within: only these documents' chunks are scored, by their own statistics ===", out)
         self.assertIn("  b: 1 of 14 documents, 1 of 14 chunks\n", out)
         cases = self.write("cases.tsv", "invoice deadline\trules.md\tb\ninvoice deadline\trules.md\n"
                                         "invoice deadline 11\tmemo11.txt\t!b a/memo1?.txt\n")
