@@ -4029,6 +4029,7 @@ class Font:
     text: dict          # code -> its Unicode text; a code not in here has none
     widths: dict        # code -> advance in text space (1.0 = the font size)
     default_width: float
+    vertical: bool = False  # written down the page, a glyph an em below the one before (Japanese tategaki)
     shown: dict = field(default_factory=dict)  # cache: string -> show_codes()'s answer (the last strings)
     unmapped: list = field(default_factory=lambda: [0, 0])  # codes without text, and all, of the strings shown
 
@@ -4718,13 +4719,17 @@ def load_font(pdf, font):
         descendant = descendant if isinstance(descendant, dict) else {}
         encoding = get(font.get("Encoding"))  # a CMap: how to cut codes, and each one's glyph (CID);
         ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
+        vertical = str(encoding).endswith("-V")  # Identity-V, UniJIS-UTF16-V, ...: vertical writing
         if isinstance(encoding, Stream):
-            ranges, cids = parse_cmap(pdf, pdf.decode(encoding))
+            cmap = pdf.decode(encoding)
+            ranges, cids = parse_cmap(pdf, cmap)
+            vertical = re.search(rb"/WMode\s+1\b", cmap) is not None
         widths = cid_widths(pdf, get(descendant.get("W")) or [])
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
         default = float(get(descendant.get("DW", 1000))) / 1000
     else:
+        vertical = False
         ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
         scale = float(get(matrix[0])) if isinstance(matrix, list) and matrix else 0.001  # glyph units per em
         first, listed = int(get(font.get("FirstChar", 0))), get(font.get("Widths")) or []
@@ -4737,7 +4742,7 @@ def load_font(pdf, font):
         text = {**simple_encoding(pdf, font, kind, descriptor, bool(text)), **text}
     sizes = {r[0] for r in ranges}
     return Font(str(get(font.get("BaseFont"))), sizes.pop() if len(sizes) == 1 else 0,
-                tuple(sorted(ranges)), text, widths, default)
+                tuple(sorted(ranges)), text, widths, default, vertical)
 
 
 def cid_widths(pdf, w):
@@ -4988,17 +4993,24 @@ def show(state, items, drawing):
     pieces, advance = text_pieces(state, items)
     place_pieces(state, pieces, drawing.page["spans"])
     tm = state.tm
-    state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+    if state.font.vertical:  # down the text space's y axis
+        state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] - advance * tm[2], tm[5] - advance * tm[3])
+    else:
+        state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
 
 
 def text_pieces(state, items):
     """Return (pieces as [start, end, texts] along the baseline, the advance past them) of strings shown
-    with numbers between them; a gap wider than a space starts a new piece."""
+    with numbers between them; a gap wider than a space starts a new piece. In vertical writing the
+    baseline runs down the page, each glyph an em (its usual height), and the horizontal scale is not
+    applied."""
     font, size, scale, char_space, word_space = state.font, state.size, state.scale, state.char_space, state.word_space
     pieces, advance, apart = [], 0.0, True
+    scale = 1.0 if font.vertical else scale
     for item in items:
         if isinstance(item, bytes):
             text, width, codes, spaces = show_codes(font, item)
+            width = codes if font.vertical else width
             end = advance + (width * size + char_space * codes + word_space * spaces) * scale
             if apart:
                 pieces.append([advance, end, [text]])
@@ -5014,13 +5026,17 @@ def text_pieces(state, items):
 
 
 def place_pieces(state, pieces, spans):
-    """Add pieces to spans, placed on the page: the text matrix times the ctm says where and how large."""
+    """Add pieces to spans, placed on the page: the text matrix times the ctm says where and how large.
+    A span's place is (where it starts and ends along its line, the line's place across); for vertical
+    writing, whose lines (columns) run down and follow each other leftwards, the page is turned a quarter
+    so that its columns read as lines do."""
     a, b, c, d, e, f = multiply(state.tm, state.ctm)
-    across = (a * a + b * b) ** 0.5  # the text direction on the page: (a, b) / across
+    x, y = (-c, -d) if state.font.vertical else (a, b)  # the text direction: the text space's x axis, or down its y
+    across = (x * x + y * y) ** 0.5
     if across:
         size = state.size
-        height = abs(a * d - b * c) / across  # the font's height on the page, per unit of size
-        u, v = (e * a + f * b) / across, (e * b - f * a) / across * (1 if a * d >= b * c else -1)
+        height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
+        u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
         spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) for s, t, texts in pieces]
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")

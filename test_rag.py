@@ -3892,6 +3892,23 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
         self.assertEqual(text_of(objects)[0], ["ABA B"])
 
+    def test_vertical_writing_reads_down_each_column_and_the_columns_right_to_left(self):
+        """Japanese set vertically (tategaki): a font with /Encoding /Identity-V, or a CMap of its own with
+        /WMode 1, draws each glyph an em below the one before; columns follow leftwards. Read as lines
+        across, each glyph would be a line of its own, or the columns would come left to right."""
+        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 7 beginbfchar "
+                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都勤務時間")) + " endbfchar endcmap").encode()
+        own = stream(b"", b"begincmap /CMapName /My-V def /WMode 1 def 1 begincodespacerange <0000> <FFFF> endcodespacerange "
+                          b"1 begincidrange <0000> <FFFF> 0 endcidrange endcmap")
+        # the right column, then 20 pt to the left the next, whose TJ moves its second glyph an em further down
+        content = b"BT /F1 10 Tf 500 700 Td <000100020003> Tj -20 0 Td [<0004> -1000 <000500060007>] TJ ET"
+        for encoding, extra in ((b"/Identity-V", []), (b"8 0 R", [own])):
+            with self.subTest(encoding=encoding):
+                objects = one_page(content, extra=[stream(b"", cmap), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>",
+                                                   *extra])
+                objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding %s/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>" % encoding
+                self.assertEqual(text_of(objects), (["東京都\n\n勤 務時間"], ""))
+
     def test_font_without_any_mapping_warns_once_and_leaves_no_mojibake(self):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf <00050006> Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
                            extra=[b"<</Type/Font/Subtype/Type0/BaseFont/Secret/Encoding/Identity-H/DescendantFonts[7 0 R]>>",
