@@ -4769,12 +4769,17 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
     encoding = get(font.get("Encoding"))
     base = get(encoding.get("BaseEncoding")) if isinstance(encoding, dict) else encoding
     table = base_encoding(base) if base in ("WinAnsiEncoding", "MacRomanEncoding", "StandardEncoding") else None
-    program = get(descriptor.get("FontFile"))
+    program, compact = get(descriptor.get("FontFile")), get(descriptor.get("FontFile3"))
     if table is None and kind == "Type1" and isinstance(program, Stream) and not mapped:
         # an embedded Type 1 font has an encoding of its own, in its clear-text part: "dup 12 /fi put"
         clear = pdf.decode(program)[:int(get(program.info.get("Length1", 0))) or None]
         table = {int(code): glyph_text(glyph.decode("latin-1"))
                  for code, glyph in re.findall(rb"dup\s+(\d+)\s*/(" + REGULAR + rb"+)\s+put", clear)} or None
+    if table is None and kind == "Type1" and isinstance(compact, Stream) and not mapped:
+        try:  # a Type 1 font in its compact form (CFF) names its glyphs too, and may encode them its own way
+            table = cff_encoding(pdf.decode(compact))
+        except (IndexError, ValueError, KeyError):  # a damaged font program: the standard encoding is a guess
+            table = None
     if table is None and re.search("Symbol|Dingbat|Wingding|Webding", str(get(font.get("BaseFont")))):
         table = {}  # pictures, not letters: with no map, its text cannot be known
     if table is None:
@@ -4787,6 +4792,105 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
             table[code] = glyph_text(item, kind == "Type3")
         code = item if isinstance(item, int) else code + 1
     return table
+
+
+# A CFF font program (a "Type 1C" font, FontFile3) is a binary file of INDEXes (counted lists of byte
+# strings) and DICTs (numbers, then an operator). Its glyphs are named by string IDs: below 391, one of the
+# standard strings (Adobe's Technical Note 5176, Appendix A), else its own strings. 1-95 name the printable
+# ASCII characters in order, 96-149 the other glyphs of the standard encoding in its order, 150-228 these:
+CFF_LATIN = ("onesuperior logicalnot mu trademark Eth onehalf plusminus Thorn onequarter divide brokenbar degree thorn "
+             "threequarters twosuperior registered minus eth multiply threesuperior copyright Aacute Acircumflex Adieresis "
+             "Agrave Aring Atilde Ccedilla Eacute Ecircumflex Edieresis Egrave Iacute Icircumflex Idieresis Igrave Ntilde "
+             "Oacute Ocircumflex Odieresis Ograve Otilde Scaron Uacute Ucircumflex Udieresis Ugrave Yacute Ydieresis Zcaron "
+             "aacute acircumflex adieresis agrave aring atilde ccedilla eacute ecircumflex edieresis egrave iacute "
+             "icircumflex idieresis igrave ntilde oacute ocircumflex odieresis ograve otilde scaron uacute ucircumflex "
+             "udieresis ugrave yacute ydieresis zcaron").split()
+CFF_EXPERT = {266: "ff", 267: "ffi", 268: "ffl", **{239 + n: str(n) for n in range(10)}}  # of 229-378: ligatures, old-style figures
+
+
+def cff_encoding(data):
+    """Return code -> text of a CFF font program by its own encoding, or None when it has the standard
+    one (or is keyed by CID: its codes are glyph numbers). Its encoding gives each code a glyph; its
+    charset names each glyph by a string ID; the name tells the text (glyph_text)."""
+    names, at = cff_index(data, data[2])  # the header's size is its third byte
+    top, at = cff_index(data, at)
+    strings, _ = cff_index(data, at)
+    top = cff_dict(top[0])
+    encoding, charset = top.get(16, [0])[0], top.get(15, [0])[0]
+    if encoding in (0, 1) or (12, 30) in top:  # standard or expert encoding; a CIDFont
+        return None
+    glyphs = len(cff_index(data, top[17][0])[0])
+    standard = sorted(base_encoding("StandardEncoding").items())
+    texts = [""] + [text for code, text in standard if code < 127] + [text for code, text in standard if code > 160] \
+        + [glyph_text(name) for name in CFF_LATIN]  # by string ID, the standard strings up to 228 (ISO Latin-1's)
+    text_of = lambda sid: texts[sid] if sid < len(texts) else CFF_EXPERT.get(sid, "") if sid < 391 else \
+        glyph_text(strings[sid - 391].decode("latin-1"))  # noqa: E731
+    sids = list(range(glyphs)) if charset == 0 else [0]  # charset 0: glyph i is string i (ISO Adobe)
+    while charset and len(sids) < glyphs:  # formats 1 and 2: runs of string IDs, counted in 1 or 2 bytes
+        kind, at = data[charset], charset + 1
+        if kind == 0:
+            sids += [int.from_bytes(data[at + 2 * i:at + 2 * i + 2], "big") for i in range(glyphs - 1)]
+            break
+        while len(sids) < glyphs:
+            first, left = int.from_bytes(data[at:at + 2], "big"), int.from_bytes(data[at + 2:at + 2 + kind], "big")
+            sids += range(first, first + left + 1)
+            at += 2 + kind
+        charset = 0
+    kind, count, at = data[encoding] & 0x7F, data[encoding + 1], encoding + 2
+    if kind == 0:  # a code for each glyph from glyph 1
+        codes = list(data[at:at + count])
+        at += count
+    else:  # runs: a first code, and how many follow
+        codes = [code for i in range(count) for code in range(data[at + 2 * i], data[at + 2 * i] + data[at + 2 * i + 1] + 1)]
+        at += 2 * count
+    table = {code: text_of(sids[glyph]) for glyph, code in enumerate(codes, 1) if glyph < len(sids)}
+    if data[encoding] & 0x80:  # supplements: more codes for glyphs already encoded, by string ID
+        table.update((data[at + 1 + 3 * i], text_of(int.from_bytes(data[at + 2 + 3 * i:at + 4 + 3 * i], "big")))
+                     for i in range(data[at]))
+    return table
+
+
+def cff_index(data, at):
+    """Return (the byte strings of the CFF INDEX at a place, where it ends)."""
+    count = int.from_bytes(data[at:at + 2], "big")
+    if not count:
+        return [], at + 2
+    size = data[at + 2]
+    offsets = [int.from_bytes(data[at + 3 + i * size:at + 3 + (i + 1) * size], "big") for i in range(count + 1)]
+    start = at + 2 + (count + 1) * size  # offsets count from 1, from the byte before the data
+    return [data[start + offsets[i]:start + offsets[i + 1]] for i in range(count)], start + offsets[-1]
+
+
+def cff_dict(data):
+    """Return {operator: [operands]} of a CFF DICT; a two-byte operator (12 x) is the pair (12, x)."""
+    found, operands, at = {}, [], 0
+    while at < len(data):
+        byte = data[at]
+        if byte <= 21:
+            operator = (12, data[at + 1]) if byte == 12 else byte
+            found[operator], operands = operands, []
+            at += 2 if byte == 12 else 1
+        elif byte == 28 or byte == 29:  # a 2- or 4-byte integer
+            size = 2 if byte == 28 else 4
+            operands.append(int.from_bytes(data[at + 1:at + 1 + size], "big", signed=True))
+            at += 1 + size
+        elif byte == 30:  # a real, in nibbles up to 0xF: read past it (no operator here needs one)
+            at += 1
+            while at < len(data) and data[at] & 0x0F != 0x0F and data[at] >> 4 != 0x0F:
+                at += 1
+            operands.append(0.0)
+            at += 1
+        elif byte >= 32:
+            if byte <= 246:
+                operands.append(byte - 139)
+                at += 1
+            else:
+                value = ((byte - 247) * 256 + data[at + 1] + 108) if byte <= 250 else -((byte - 251) * 256 + data[at + 1] + 108)
+                operands.append(value)
+                at += 2
+        else:
+            at += 1  # reserved
+    return found
 
 
 def parse_cmap(pdf, data):

@@ -3892,6 +3892,39 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
         self.assertEqual(text_of(objects)[0], ["ABA B"])
 
+    def test_a_compact_type1_font_is_read_by_its_own_encoding_and_glyph_names(self):
+        """A CFF font program (FontFile3, Type1C) with no /Encoding and no ToUnicode, as Ghostscript and
+        Distiller wrote them: codes 1, 2, ... are the glyphs in the order used, and only the program says
+        which glyph each is. Glyphs named by a standard string (C, o; onesuperior; the expert set's ffi), by
+        a string of its own (uni00E9), and a code added by a supplement. The standard encoding would read
+        codes 1-6 as nothing."""
+        def index(items):
+            offsets = list(itertools.accumulate([1] + [len(item) for item in items]))
+            return struct.pack(">HB", len(items), 4) + b"".join(struct.pack(">I", o) for o in offsets) + b"".join(items) \
+                if items else b"\0\0"
+
+        def number(n):
+            return b"\x1d" + struct.pack(">i", n)  # an integer in 5 bytes: the top DICT's size is known first
+        sids = [ord("C") - 31, ord("o") - 31, 391, 267, 150]  # after .notdef; 391: the font's first own string
+        head = b"\x01\x00\x04\x01" + index([b"X"])
+        rest = index([b"uni00E9"]) + index([])  # its strings, no global subroutines
+        at = len(head) + len(index([b"." * 18])) + len(rest)
+        charstrings = index([b"\x0e"] * (len(sids) + 1))
+        charset = b"\x00" + b"".join(struct.pack(">H", sid) for sid in sids)
+        encoding = bytes([0x80, 5, 1, 2, 3, 4, 5, 1, 6]) + struct.pack(">H", ord("o") - 31)  # codes 1-5, and 6 for "o"
+        top = number(at + len(charstrings)) + b"\x0f" + number(at + len(charstrings) + len(charset)) + b"\x10" \
+            + number(at) + b"\x11"  # charset, Encoding, CharStrings
+        program = head + index([top]) + rest + charstrings + charset + encoding
+        self.assertEqual(rag.cff_encoding(program), {1: "C", 2: "o", 3: "é", 4: "ffi", 5: "¹", 6: "o"})
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (\\001\\002\\003\\004\\005\\006) Tj ET",
+                           extra=[b"<</Type/FontDescriptor/FontName/X/Flags 4/FontFile3 7 0 R>>", stream(b"/Subtype/Type1C", program)])
+        objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/ABCDEF+X/FirstChar 1/LastChar 6/Widths[500 500 500 500 500 500]" \
+                     b"/FontDescriptor 6 0 R>>"
+        self.assertEqual(text_of(objects), (["Coéffi¹o"], ""))
+        objects[6] = stream(b"/Subtype/Type1C", program[:40])  # cut short: no text from it, said as such
+        with self.assertRaisesRegex(rag.RagError, r"its fonts \(ABCDEF\+X\) have no Unicode map"):
+            text_of(objects)
+
     def test_vertical_writing_reads_down_each_column_and_the_columns_right_to_left(self):
         """Japanese set vertically (tategaki): a font with /Encoding /Identity-V, or a CMap of its own with
         /WMode 1, draws each glyph an em below the one before; columns follow leftwards. Read as lines
