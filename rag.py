@@ -1108,7 +1108,7 @@ class Index:
             raise RagError("this Python was built without its sqlite3 module, which rag.py keeps its index in: "
                            "run rag.py with another Python (python.org's, or the system's)")
         import threading  # here, not at the top: see the note after the imports
-        self.path = path
+        self.path, self.others = path, []  # others: the files of other kinds found beside (for --list)
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it (see rows)
         self.lock = threading.Lock()
@@ -1123,7 +1123,7 @@ class Index:
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
         self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, [])
-        self.files, self.masks = None, {}  # each file's chunks, and the chunks within --only terms: see chunks_within
+        self.file_chunks, self.filters, self.records = None, {}, None  # kept worked out: see chunks_within, route_files
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
         # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
         self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
@@ -2399,8 +2399,8 @@ def make_query(question, earlier=(), within=None):
 # files apart less than they tell it from the rest (README, "Asking within some documents", measures it).
 
 def only_rules(terms):
-    """Return (the globs that keep, those that leave out, as patterns; the earliest and latest time of
-    last change) of --only terms; a RagError says what is wrong with one."""
+    """Return (the globs that keep, those that leave out, as glob_rule gives them; the earliest and latest
+    time of last change) of --only terms; a RagError says what is wrong with one."""
     keep, leave, since, before = [], [], -math.inf, math.inf
     for term in terms:
         name, colon, value = term.partition(":")
@@ -2408,31 +2408,63 @@ def only_rules(terms):
             moment = day_start(value.strip(), term)
             since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
         elif term.startswith("!"):
-            leave.append(glob_pattern(term[1:], term))
+            leave.append(glob_rule(term[1:], term))
         else:
-            keep.append(glob_pattern(term, term))
+            keep.append(glob_rule(term, term))
     return keep, leave, since, before
 
 
 def is_within(rules, source, changed):
     """True when a file (its source, and when it last changed) is within the rules of only_rules."""
     keep, leave, since, before = rules
-    return (since <= changed < before and not any(pattern.fullmatch(source) for pattern in leave)
-            and (not keep or any(pattern.fullmatch(source) for pattern in keep)))
+    parts = source.split("/")
+    return (since <= changed < before and not any(glob_matches(rule, parts) for rule in leave)
+            and (not keep or any(glob_matches(rule, parts) for rule in keep)))
 
 
-def glob_pattern(glob, term):
-    """Return the pattern of a glob, read as .gitignore reads one, that a file's source must match whole.
+def glob_rule(glob, term):
+    """Return a glob, read as .gitignore reads one, as what each part of a path must be in turn: a pattern
+    of one part (part_pattern), or None for ** (any number of parts). With a / inside, the glob is matched
+    from the top of --docs, else it names a file or folder at any depth; a folder stands for all below it.
 
-    Example: "hr/**/*.pdf" -> matches "hr/2026/a.pdf" and "hr/a.pdf", not "it/hr/a.pdf"; "hr" matches "it/hr/a.pdf"
+    Example: "hr/**/*.pdf" -> [hr, None, *.pdf, None]: "hr/a.pdf", "hr/2026/a.pdf", not "it/hr/a.pdf"
     """
     glob = glob.strip().replace("\\", "/")
     anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
     if not glob:
         raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
-    pieces = re.split(r"(\*\*/|\*\*|\*|\?)", glob)
-    pattern = "".join({"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(p, re.escape(p)) for p in pieces)
-    return re.compile(("" if anchored else "(?:.*/)?") + pattern + "(?:/.*)?", re.IGNORECASE | re.DOTALL)
+    parts = [None if part == "**" else part_pattern(part) for part in glob.split("/") if part]
+    return ([] if anchored else [None]) + parts + [None]
+
+
+def part_pattern(part):
+    """Return the pattern of one part of a glob: * any run of characters, ? any one, case ignored. Each *
+    takes the first place where the characters up to the next * fit, and never tries another
+    ((?=(...))\\1 cannot be backtracked into): that finds a match when there is one, where a pattern that
+    tried every place could take hours on a name for "*a*a*a*a*a*a*b"."""
+    runs = [re.escape(run).replace("\\?", ".") for run in re.split(r"\*+", part)]
+    pattern = runs[0] + "".join(f"(?=(?P<r{n}>.*?{run}))(?P=r{n})" for n, run in enumerate(runs[1:-1]))
+    return re.compile(pattern + (".*" + runs[-1] if len(runs) > 1 else ""), re.IGNORECASE | re.DOTALL)
+
+
+def glob_matches(rule, parts):
+    """True when the parts of a path ("hr/a.pdf" -> ["hr", "a.pdf"]) match a glob_rule whole. Between two
+    ** the parts must come in order: each run of them is taken at the first place it fits, which finds a
+    match when there is one (no place is tried twice)."""
+    runs = [[]]  # the patterns between the **s
+    for pattern in rule:
+        runs.append([]) if pattern is None else runs[-1].append(pattern)
+
+    def fits(run, at):
+        return at + len(run) <= len(parts) and all(pattern.fullmatch(parts[at + i]) for i, pattern in enumerate(run))
+    if not fits(runs[0], 0):
+        return False
+    at = len(runs[0])
+    for run in runs[1:-1]:
+        at = next((start + len(run) for start in range(at, len(parts) - len(run) + 1) if fits(run, start)), None)
+        if at is None:
+            return False
+    return fits(runs[-1], len(parts) - len(runs[-1])) and at <= len(parts) - len(runs[-1])
 
 
 def day_start(value, term):
@@ -2452,18 +2484,18 @@ def day_start(value, term):
 def chunks_within(index, only):
     """Return the Within of the files that the --only terms keep, or None when there are no terms. A file's
     chunks are numbered one after another (they are indexed together), and so are the files of a folder
-    read in one run: each is a run of numbers. Kept for the next question within the same terms."""
+    read in one run: each is a run of numbers. Kept for the next questions within the same terms (the last
+    KEPT_FILTERS)."""
     if not only:
         return None
-    within = index.masks.get(only)
+    within = index.filters.get(only)
     if within is None:
-        if index.files is None:  # (source, last changed, first and last chunk) of each file with text
-            index.files = [(source, int(identity.split()[1]) / 1e9 if identity else read, first, last)
-                           for source, identity, read, first, last in index.rows(
-                               "SELECT files.source, identity, read, min(number), max(number) FROM files JOIN chunks "
-                               "ON chunks.path = files.path GROUP BY files.path ORDER BY 4")]
+        if index.file_chunks is None:  # (source, last changed, first and last chunk) of each file with text
+            index.file_chunks = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last
+                                 in index.rows("SELECT files.source, identity, min(number), max(number) FROM files JOIN "
+                                               "chunks ON chunks.path = files.path GROUP BY files.path ORDER BY 3")]
         rules, mask, runs = only_rules(only), bytearray(len(index.norms)), []
-        for source, changed, first, last in index.files:
+        for source, changed, first, last in index.file_chunks:
             if is_within(rules, source, changed):
                 mask[first:last + 1] = b"\1" * (last + 1 - first)
                 if runs and runs[-1][1] == first:  # right after the file before it: one run
@@ -2471,15 +2503,17 @@ def chunks_within(index, only):
                 else:
                     runs.append((first, last + 1))
         if not runs:
-            names = f" (their names look like {index.files[0][0]!r})" if index.files else ""
+            names = f" (their names look like {index.file_chunks[0][0]!r})" if index.file_chunks else ""
             raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
         lengths = list(itertools.compress(zip(index.numbers, index.lengths), map(mask.__getitem__, index.numbers)))
         average, norms = sum(length for _, length in lengths) / len(lengths) or 1.0, [0.0] * len(index.norms)
         for number, length in lengths:
             norms[number] = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        within = index.masks[only] = Within(only, mask, runs, len(lengths), norms)
-        while len(index.masks) > KEPT_FILTERS:  # the oldest go first
-            index.masks.pop(next(iter(index.masks)))
+        within = Within(only, mask, runs, len(lengths), norms)
+        with index.lock:  # (the page's threads ask at once)
+            index.filters[only] = within
+            while len(index.filters) > KEPT_FILTERS:  # the oldest go first
+                index.filters.pop(next(iter(index.filters)), None)
     return within
 
 
@@ -3070,7 +3104,7 @@ def file_records(index, only=()):
                     for line in note.split("\n") if line]
             records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
                             "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
-    for path, source in getattr(index, "others", ()):
+    for path, source in index.others:
         try:
             changed = os.stat(path).st_mtime
         except OSError:  # gone since
@@ -3273,9 +3307,9 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
           else "  none: it asks one thing")
     if config.only:
         within = chunks_within(index, config.only)
-        files = sum(within.mask[first] for _, _, first, _ in index.files)
+        files = sum(within.mask[first] for _, _, first, _ in index.file_chunks)
         stage("Within: only these documents' chunks are scored, by their own statistics")
-        print(f"  {' '.join(config.only)}: {files:,} of {len(index.files):,} documents, "
+        print(f"  {' '.join(config.only)}: {files:,} of {len(index.file_chunks):,} documents, "
               f"{sum(within.mask):,} of {index.size:,} chunks")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
@@ -3692,7 +3726,7 @@ def build_index(config, progress=None, empty=False):
     files = find_files(config.docs, others)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
     read = update_index(index, files, config.max_file_bytes, progress)
-    index.others = others  # the files of other kinds, for --list to name
+    index.others = others
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
     if not index.size and not empty:
@@ -6172,6 +6206,7 @@ MAX_LISTED = 500       # files of one folder listed at once (the page's document
 MAX_HEADER_BYTES = 16 * 1024  # request line, and all headers (a browser sends about 1 KB)
 MAX_CONNECTIONS = 64   # open at a time; when full, the one idle longest is closed (503 when none is idle)
 IDLE_PER_CLIENT = 8    # connections of one address waiting for a request (a browser opens up to 6); more close its oldest
+IDLE_GRACE = 1.0       # seconds a new connection has to send its request before its address's others can close it
 IDLE_SECONDS = 30.0    # a client silent this long, reading or writing, is dropped: a slow one blocks nobody
 HEADERS = {"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
            "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -6460,7 +6495,7 @@ def for_page(message):
 def route_ask(handler, site, params):
     """POST /api/ask {"question", "history", "only"}: NDJSON lines: the hits given to the model, {"waiting": n}
     while n answers go first, {"text": piece} as the answer is generated, then the answer's --json line."""
-    body = read_json(handler)
+    body = handler.body
     question, earlier = question_of(body.get("question"), "question"), history_of(body.get("history", []))
     snapshot = site.live.current()
     config, told = replace(site.config, mode=snapshot.mode, only=only_of(body.get("only", []), snapshot)), []
@@ -6702,6 +6737,8 @@ def handle(handler, site):
             raise RagError("requests from other sites are refused", status=403)
         if method == "POST" and handler.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
             raise RagError("send the body as Content-Type: application/json", status=415)
+        handler.body = read_json(handler) if method == "POST" else None
+        handler.server.set_busy(handler.connection, True)  # the whole request is here: its connection stays
         route(handler, site, params)
     except RagError as e:
         send(handler, e.status or 500, str(e) if e.status else "rag.py failed: " + for_page(str(e)))
@@ -6765,7 +6802,6 @@ def page_handler_class():
             self.server.set_busy(self.connection, False)  # waiting for the next request: idle again
 
         def parse_request(self):  # the base class allows 64 KB a line and 100 headers
-            self.server.set_busy(self.connection, True)  # a request has arrived: its connection is never closed for another
             if len(self.raw_requestline) > MAX_HEADER_BYTES:
                 self.command, self.request_version, self.requestline = "", "", ""
                 self.send_error(414)
@@ -6798,11 +6834,13 @@ def page_server_class(host):
     """Return the class of the page's server at host (IPv4 or IPv6): a thread a connection, at most
     MAX_CONNECTIONS of them at a time (each server counts its own).
 
-    Anyone who can reach the port can open connections and send nothing: held open, they would take
-    every place. So a connection that is waiting for a request (idle) gives way: to a new connection
-    when all places are taken (the one idle longest is closed), and to another of its own address when
-    that address has IDLE_PER_CLIENT idle ones. A connection whose request has arrived is never closed
-    for another; only when every place holds one is a new connection answered 503."""
+    Anyone who can reach the port can open connections and send nothing, or a request a byte at a time:
+    held open, they would take every place. So a connection whose request has not all arrived (line,
+    headers and body: it is idle) gives way: to a new connection when all places are taken (the one idle
+    longest is closed), and, when half are, to another of its own address that has IDLE_PER_CLIENT idle
+    ones (but one of its own that has just come, and may be about to ask, is given IDLE_GRACE). A
+    connection whose request has arrived is never closed for another; only when every place holds one
+    is a new connection answered 503."""
     import http.server  # here, not at the top: see the note after the imports
     import socket
     import socketserver
@@ -6815,20 +6853,20 @@ def page_server_class(host):
 
         def server_bind(self):  # HTTPServer's looks the address up in DNS, which can take seconds
             socketserver.TCPServer.server_bind(self)
-            self.open = {}  # connection -> [client address, busy], oldest first
+            self.open = {}  # connection -> [client address, busy, since when it is as it is]
 
         def process_request(self, request, client_address):
             with self.lock:
-                idle = [c for c, (address, busy) in self.open.items() if not busy]
-                own = [c for c in idle if self.open[c][0] == client_address[0]]
-                if len(own) >= IDLE_PER_CLIENT:
+                idle = sorted((since, c) for c, (address, busy, since) in self.open.items() if not busy)  # longest first
+                own = [c for since, c in idle if self.open[c][0] == client_address[0] and since < time.monotonic() - IDLE_GRACE]
+                if len(own) >= IDLE_PER_CLIENT and len(self.open) >= MAX_CONNECTIONS // 2:
                     self.close_idle(own[0])
                 elif len(self.open) >= MAX_CONNECTIONS and idle:
-                    self.close_idle(idle[0])
+                    self.close_idle(idle[0][1])
                 elif len(self.open) >= MAX_CONNECTIONS:  # every place answers a request
                     request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                     return self.shutdown_request(request)
-                self.open[request] = [client_address[0], False]
+                self.open[request] = [client_address[0], False, time.monotonic()]
             super().process_request(request, client_address)
 
         def close_idle(self, connection):
@@ -6842,7 +6880,7 @@ def page_server_class(host):
         def set_busy(self, connection, busy):
             with self.lock:
                 if connection in self.open:
-                    self.open[connection][1] = busy
+                    self.open[connection][1:] = [busy, time.monotonic()]
 
         def process_request_thread(self, request, client_address):
             try:

@@ -776,7 +776,7 @@ def index_chunks(chunks):
     index = rag.Index()
     files = itertools.groupby(chunks, key=operator.attrgetter("source"))
     with rag.transaction(index.db, index.path):
-        rag.add_part(index, rag.part_of([(rag.File(f"{number}:{source}", source, None, ""), list(chunks))
+        rag.add_part(index, rag.part_of([(rag.File(f"{number}:{source}", source, None, "0 0 0"), list(chunks))
                                          for number, (source, chunks) in enumerate(files)]))
     index.read_lengths()
     return index
@@ -2812,10 +2812,13 @@ class WithinTest(TempFolder):
                  ("hr/**", "hr/a/b.txt", True), ("hr/*.pdf", "hr/a/b.pdf", False), ("hr/**/*.pdf", "hr/b.pdf", True),
                  ("hr/**/*.pdf", "hr/2026/q1/b.pdf", True), ("hr/**/*.pdf", "it/hr/b.pdf", False),
                  ("/hr", "it/hr/a.txt", False), ("hr\\pol?cy.md", "HR/policy.md", True), ("20[26].txt", "20[26].txt", True),
-                 ("a+b (1).md", "x/a+b (1).md", True), ("**/2026/*", "x/y/2026/z.txt", True)]
+                 ("a+b (1).md", "x/a+b (1).md", True), ("**/2026/*", "x/y/2026/z.txt", True),
+                 ("**/x*y", "ax/bxy", True), ("a/**/b/**/c", "a/x/b/y/b/c", True), ("*a*b*c", "xaxbxc.md", True),
+                 ("*a" * 30 + "*b", "a" * 200, False), ("**?" * 9 + "Q", "reports/2024/quarterly/meeting-notes.md", False),
+                 ("a/**/" * 20 + "z", "/".join("a" * 60), False)]  # (the last three: no pattern takes long)
         for glob, source, matches in cases:
             with self.subTest(glob=glob, source=source):
-                self.assertEqual(bool(rag.glob_pattern(glob, glob).fullmatch(source)), matches)
+                self.assertEqual(rag.glob_matches(rag.glob_rule(glob, glob), source.split("/")), matches)
 
     def test_dates_keep_the_files_last_changed_from_or_before_a_day(self):
         docs = self.folders()
@@ -5580,10 +5583,11 @@ class PageRequestRulesTest(ServerCase):
         self.assertEqual(slow.recv(100), b"")  # closed by the server after IDLE_SECONDS
 
     def test_idle_connections_give_way_and_requests_under_way_do_not(self):
-        """Connections that send nothing cannot lock people out (300 of them did, for 30 s at a time): when
-        all places are taken, the one idle longest is closed; an address's idle ones beyond IDLE_PER_CLIENT
-        close its oldest. Only when every place holds a request under way is a new connection refused."""
-        for name, value in (("MAX_CONNECTIONS", 3), ("IDLE_PER_CLIENT", 2)):
+        """Connections that send nothing, or a request a byte at a time, cannot lock people out (300 silent
+        ones did, for 30 s at a time): when all places are taken, the one idle longest is closed; an
+        address's idle ones beyond IDLE_PER_CLIENT close its oldest. Only when every place answers a
+        request is a new connection refused."""
+        for name, value in (("MAX_CONNECTIONS", 4), ("IDLE_PER_CLIENT", 2), ("IDLE_GRACE", 0.05)):
             patch = mock.patch.object(rag, name, value)
             patch.start()
             self.addCleanup(patch.stop)
@@ -5595,21 +5599,21 @@ class PageRequestRulesTest(ServerCase):
             connection.settimeout(5)
             connection.sendall(request)
             return connection
-        idle = [connect() for _ in range(3)]
-        self.assertEqual(idle[0].recv(100), b"")  # the third of one address closed the first
-        self.assertEqual(self.request("GET", "/api/status")[0], 200)  # all places taken: the one idle longest gave way
-        self.assertEqual(idle[1].recv(100), b"")
-        promised = (b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 50\r\n\r\n" % self.port)  # and the body never comes: under way
-        under_way = lambda: sum(busy for _, busy in self.server.open.values())  # noqa: E731
-        busy = []
-        for n in range(1, 4):  # (one at a time: a connection is idle until its request has been read)
-            busy.append(connect(promised))
-            self.assertTrue(eventually(lambda: under_way() == n))
-        self.assertEqual(idle[2].recv(100), b"")
-        self.assertEqual(self.request("GET", "/api/status", headers={"Connection": "close"})[0], 503)  # all under way
-        busy[0].close()
-        self.assertTrue(eventually(lambda: under_way() == 2))
+        idle = [connect(), connect()]
+        time.sleep(0.06)  # IDLE_GRACE: they had their time to ask
+        idle.append(connect())
+        self.assertEqual(idle[0].recv(100), b"")  # the third silent one of an address closed the first
+        slow = connect(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1")  # a request that never ends: idle too
+        self.fake.delay = 0.1  # answers that take a second each, one at a time: four people asking
+        asking = [threading.Thread(target=self.ask, args=(f"What is the per diem in Japan? ({n})",)) for n in range(4)]
+        for thread in asking:
+            thread.start()
+        under_way = lambda: sum(busy for _, busy, _ in self.server.open.values())  # noqa: E731
+        self.assertTrue(eventually(lambda: under_way() == 4))
+        self.assertEqual((idle[1].recv(100), idle[2].recv(100), slow.recv(100)), (b"", b"", b""))  # gave way to the askers
+        self.assertEqual(self.request("GET", "/api/status", headers={"Connection": "close"})[0], 503)  # all answering
+        for thread in asking:
+            thread.join()
         self.assertEqual(self.request("GET", "/api/status")[0], 200)
 
     def test_hostile_document_text_is_served_as_json_never_as_a_page(self):

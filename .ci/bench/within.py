@@ -116,8 +116,8 @@ def speed():
             questions += [json.loads(line)["text"] for line in f][:200]
     for only in [(), ("copy007/jaquad-dev",), ("copy007/scifact-train/1*",), ("copy007",), ("jaquad-dev",),
                  ("*-000-0*.txt",), ("!copy007",), ("since:2000",)]:
-        index.masks.clear()
-        index.files = None
+        index.filters.clear()
+        index.file_chunks = None
         started = time.perf_counter()
         within = rag.chunks_within(index, only)
         made = (time.perf_counter() - started) * 1000
