@@ -2468,8 +2468,8 @@ def glob_matches(rule, parts):
 
 
 def day_start(value, term):
-    """Return the first moment (seconds since 1970, local time) of the day a date names, or of the day
-    some days back ("30d")."""
+    """Return the time (seconds since 1970) a date names: the first moment of its day (local time), or for
+    "30d" this moment 30 days ago."""
     import datetime  # here, not at the top: see the note after the imports
     if re.fullmatch(r"\d{1,5}d", value):
         return time.time() - int(value[:-1]) * 86400
@@ -3100,8 +3100,8 @@ def file_records(index, only=()):
             "FROM files LEFT JOIN chunks ON chunks.path = files.path GROUP BY files.path ORDER BY files.source"):
         changed = int(identity.split()[1]) / 1e9 if identity else read  # (none: to be read again next run)
         if is_within(rules, source, changed):  # what was said, without "rag.py: warning: skipped PATH: "
-            said = [re.sub(r"^(rag\.py: )?(warning: )?(skipped )?", "", line).replace(path + ": ", "").replace(path + " ", "")
-                    for line in note.split("\n") if line]
+            said = [re.sub(r"^(rag\.py: )?(warning: )?(skipped )?", "", line).replace(path + ": ", "")
+                    .replace(path, os.path.basename(path)) for line in note.split("\n") if line]
             records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
                             "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
     for path, source in index.others:
@@ -3118,9 +3118,10 @@ def file_records(index, only=()):
 def print_files(records, as_json):
     """Print the file records as a table: each file, when it last changed and was read, what was read of it
     (or one JSON line each); and how many have text."""
+    import datetime  # here, not at the top: see the note after the imports
     if as_json:
         for record in records:
-            moments = {key: record[key] and time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record[key]))
+            moments = {key: record[key] and datetime.datetime.fromtimestamp(record[key]).astimezone().isoformat(timespec="seconds")
                        for key in ("changed", "read")}
             print(json.dumps({**record, **moments}, ensure_ascii=False))
         return
@@ -3128,13 +3129,14 @@ def print_files(records, as_json):
     for record in records:
         day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
         read = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"])) if record["read"] else "never"
-        kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "lines"
         last = record.get("pages") or record.get("lines")
+        kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "line" if last == 1 else "lines"
         got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
         print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read:<16}  {got}"
                             + (": " if got and record["note"] else "") + record["note"], COLUMNS, subsequent_indent="    "))
     empty = sum(not record["chunks"] for record in records)
-    print(f"{len(records)} files, {len(records) - empty} with text" + (f", {empty} without (why: above)" if empty else ""))
+    print(f"{len(records)} file{'s' * (len(records) != 1)}, {len(records) - empty} with text"
+          + (f", {empty} without (why: above)" if empty else ""))
 
 
 def print_documents(documents):
@@ -3749,7 +3751,7 @@ def run_questions(index, config, embeddings, args):
             earlier = []
             continue
         try:
-            if question.split(None, 1)[0] == ONLY:
+            if question.split(None, 1)[0] == ONLY and not args.question:
                 config = within_terms(index, config, question)
                 continue
             answer = run_question(index, question, config, embeddings, args, tuple(earlier))
@@ -3769,7 +3771,7 @@ def run_questions(index, config, embeddings, args):
 
 def within_terms(index, config, line):
     """Return the config with the --only terms of a line "/only TERM ..." ("/only" alone: none), said."""
-    only = tuple(quoted or word for quoted, word in re.findall(r'"([^"]*)"|(\S+)', line)[1:])
+    only = tuple("".join(term) for term in re.findall(r'"([^"]*)"|\'([^\']*)\'|(\S+)', line)[1:])  # quoted or not
     chunks_within(index, only)  # a RagError when no document is within
     inform(f"asking within {' '.join(only)} ({ONLY} alone asks of every document)" if only else "asking of every document")
     return replace(config, only=only)
@@ -6478,8 +6480,10 @@ def head_line(snapshot, question, hits, mode):
                      generation=snapshot.generation, note=snapshot.note, **reading)
 
 
-# Advice that names an option of the command line ("try a smaller -k") is for whoever runs rag.py.
-ADVICE = re.compile(r"([:;.] )(?=[^:;.]*(?<![\w-])(?:--[a-z][\w-]*|-k\b))(\w)")
+# Advice that names an option of the command line ("try a smaller -k") is for whoever runs rag.py: a clause
+# that starts with what to do and names an option.
+ADVICE = re.compile(r"([:;.] )(?=(?:try|raise|lower|choose|use|start|pass|drop|save|allow|point|give|repair|add)\b"
+                    r"[^:;.]*(?<![\w-])(?:--[a-z][\w-]*|-k\b))(\w)", re.IGNORECASE)
 
 
 def for_page(message):
@@ -6592,25 +6596,27 @@ def route_explain(handler, site, params):
 
 
 def route_files(handler, site, params):
-    """GET /api/files?in=folder: the folders in a folder of the documents, each with how many files it holds
-    and how many of those have no text, and its files (at most MAX_LISTED), each as --list --json says it."""
+    """GET /api/files?in=folder: the folders in a folder of the documents, each with how many documents it
+    holds, how many of those have no text, and how many other files; its documents (at most MAX_LISTED),
+    each as --list --json says it (and the day it last changed, as --only's dates read it); and how many
+    other files it holds. Files of other kinds are not named: the page is for the documents."""
     snapshot, folder = site.live.current(), params.get("in", [""])[-1].strip("/")
-    records = site.records.get(id(snapshot.index))
-    if records is None:
-        records = file_records(snapshot.index)
-        site.records = {id(snapshot.index): records}  # (one snapshot's: the last asked for)
-    start, folders, files = folder + "/" if folder else "", {}, []
-    for record in records:
+    if snapshot.index.records is None:
+        snapshot.index.records = file_records(snapshot.index)  # (kept with its index: they change together)
+    start, folders, files, others = folder + "/" if folder else "", {}, [], 0
+    for record in snapshot.index.records:
         if record["source"].startswith(start):
             name, below, _ = record["source"][len(start):].partition("/")
             if below:
-                counts = folders.setdefault(name, [0, 0])
-                counts[0], counts[1] = counts[0] + 1, counts[1] + (not record["chunks"])
+                counts = folders.setdefault(name, [0, 0, 0])
+                counts[0], counts[1], counts[2] = counts[0] + 1, counts[1] + (not record["chunks"]), counts[2] + (not record["read"])
+            elif record["read"]:  # a file of another kind is counted, not named: the page shows documents
+                files.append(dict(record, day=time.strftime("%Y-%m-%d", time.localtime(record["changed"]))))
             else:
-                files.append(record)
-    send(handler, 200, {"in": folder, "folders": [{"name": name, "files": n, "without_text": empty}
-                                                  for name, (n, empty) in sorted(folders.items())],
-                        "files": files[:MAX_LISTED], "more": max(0, len(files) - MAX_LISTED),
+                others += 1
+    send(handler, 200, {"in": folder, "folders": [{"name": name, "files": n - other, "without_text": empty - other,
+                                                   "other_files": other} for name, (n, empty, other) in sorted(folders.items())],
+                        "files": files[:MAX_LISTED], "more": max(0, len(files) - MAX_LISTED), "other_files": others,
                         "generation": snapshot.generation})
 
 
@@ -6661,7 +6667,7 @@ class Site:
     def __init__(self, config, host, port, token, model_calls, log_questions, public_url="", read_now=True):
         import socket  # here, not at the top: see the note after the imports
         self.config, self.port, self.token, self.log_questions = config, port, token, log_questions
-        self.live, self.queue, self.records = LiveIndex(config, read_now), ModelQueue(model_calls), {}
+        self.live, self.queue = LiveIndex(config, read_now), ModelQueue(model_calls)
         self.model_checked = (-math.inf, "")  # (when, model_note) last asked
         self.names = {"localhost", host.lower()}
         if token:  # off loopback: also the machine's names
@@ -6947,7 +6953,8 @@ passages without asking the model.</p></div>
 <form id="ask" role="search" autocomplete="off"><p id="within" class="within" hidden></p>
 <label for="q" class="hidden">Question</label>
 <input id="q" name="q" maxlength="2000" placeholder="Ask about the documents" enterkeyhint="send" autofocus>
-<button type="submit" id="go">Ask</button> <button type="button" id="search">Search only</button>
+<button type="submit" id="go">Ask</button> <button type="button" id="stop" hidden>Stop</button>
+<button type="button" id="search">Search only</button>
 <button type="button" id="new" disabled>New topic</button></form></main>
 <dialog id="passage" aria-labelledby="passage-title">
 <form method="dialog"><button class="close" aria-label="Close">&times;</button></form>
@@ -7073,6 +7080,7 @@ const CITATION = /\[(\d+(?:\s*[,\-–]\s*\d+)*)\]/g;  // rag.py's CITATION: [1],
 let topic = [];      // this conversation: {question, answer} each; "New topic" empties it
 let generation = 0;  // of the documents' index: a new one means they were re-read
 let picked = new Set();  // --only terms: "/hr" a folder, "/hr/a.pdf" a file, "since:2026-01-31"; none: all
+const MAX_TERMS = 20;    // rag.py's MAX_TERMS: terms a request may give
 
 function el(tag, cls, ...children) {
   const node = document.createElement(tag);
@@ -7227,8 +7235,10 @@ async function copyText(button, text) {  // the clipboard API needs https or loc
 
 // The answer's Markdown, as elements made of text nodes (never markup from the model): headings, lists, tables,
 // code, **bold**, *italic* and `code`; each [n] a link to passage n ([1-3]: 1, 2, 3).
-const INLINE = new RegExp('`([^`]+)`|\\*\\*(.+?)\\*\\*|__(.+?)__|(?<![\\w*])\\*(?![\\s*])(.+?)(?<!\\s)\\*(?!\\w)'
-  + '|(?<![\\w_])_(?![\\s_])(.+?)(?<!\\s)_(?!\\w)|' + CITATION.source, 'g');
+// (An italic's * or _ must follow no letter: the character before it is matched too, and put back. No lookbehind:
+// Safari before 16.4 cannot read one, and would run none of the script.)
+const INLINE = new RegExp('`([^`]+)`|\\*\\*(.+?)\\*\\*|__(.+?)__|(^|[^\\w*])\\*([^\\s*](?:.*?[^\\s])?)\\*(?!\\w)'
+  + '|(^|[^\\w_])_([^\\s_](?:.*?[^\\s])?)_(?!\\w)|' + CITATION.source, 'g');
 
 function render(parent, text, head) {
   const out = [];
@@ -7269,10 +7279,10 @@ function inline(node, text, head) {
   let at = 0;
   for (const match of text.matchAll(INLINE)) {
     node.append(text.slice(at, match.index));
-    const [, code, bold, bold2, italic, italic2, cited] = match;
+    const [, code, bold, bold2, before, italic, before2, italic2, cited] = match;
     if (code !== undefined) node.append(el('code', '', code));
     else if (bold || bold2) node.append(inline(el('strong'), bold || bold2, head));
-    else if (italic || italic2) node.append(inline(el('em'), italic || italic2, head));
+    else if (italic || italic2) node.append(before ?? before2, inline(el('em'), italic || italic2, head));
     else for (const item of cited.split(',')) {
       const [first, last = first] = item.split(/[-–]/).map(Number);
       for (let n = Math.min(first, last); n <= Math.min(Math.max(first, last), first + 20); n++)
@@ -7403,6 +7413,8 @@ async function folder(list, path) {
     const x = await (await get('/api/files?' + new URLSearchParams({in: path}))).json();
     list.replaceChildren(...x.folders.map((f) => branch(path ? `${path}/${f.name}` : f.name, f)), ...x.files.map(leaf));
     if (x.more) list.append(el('li', 'quiet', `and ${x.more} more files: tick the folder to ask within them all`));
+    if (x.other_files) list.append(el('li', 'quiet', `${x.other_files} file${x.other_files === 1 ? '' : 's'} of other `
+      + 'kinds, not read'));
     if (!list.firstChild) list.append(el('li', 'quiet', 'No documents.'));
   } catch (error) {
     list.replaceChildren(el('li', 'problem', error.message));
@@ -7414,6 +7426,12 @@ function tick(term, label) {
   box.dataset.term = term.replace(/[*?]/g, '?');  // (a glob: * and ? in a name match themselves as ?)
   box.setAttribute('aria-label', 'Ask within ' + label);
   box.addEventListener('change', () => {
+    if (box.checked && picked.size >= MAX_TERMS) {  // (the server takes no more)
+      box.checked = false;
+      $('within').hidden = false;
+      $('within').replaceChildren(`At most ${MAX_TERMS} picks: tick their folder instead.`);
+      return;
+    }
     box.checked ? picked.add(box.dataset.term) : picked.delete(box.dataset.term);
     showWithin();
   });
@@ -7431,12 +7449,13 @@ function branch(path, f) {
     twisty.setAttribute('aria-expanded', String(!list.hidden));
     if (!list.hidden && !list.firstChild) folder(list, path).then(showWithin);
   });
-  const what = `${f.files} file${f.files === 1 ? '' : 's'}` + (f.without_text ? `, ${f.without_text} without text` : '');
+  const what = `${f.files} file${f.files === 1 ? '' : 's'}` + (f.without_text ? `, ${f.without_text} without text` : '')
+    + (f.other_files ? `, ${f.other_files} of other kinds` : '');
   return el('li', '', twisty, el('label', '', tick('/' + path, f.name), ` ${f.name}/`), ' ', el('span', 'what', what), list);
 }
 
 function leaf(file) {
-  const name = file.source.split('/').pop(), day = new Date(file.changed * 1000).toISOString().slice(0, 10);
+  const name = file.source.split('/').pop(), day = file.day;  // (the server's day, as since: reads it)
   const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
   const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
@@ -7475,16 +7494,15 @@ $('since').addEventListener('change', () => {
   showWithin();
 });
 
-function busy(now, stop) {  // while an answer comes, Ask is Stop
+function busy(now, stop) {  // while an answer comes, Stop stands for Ask (Enter in the question box does nothing)
   Object.assign(busy, {now, stop});
-  $('go').disabled = now && !stop;
-  $('search').disabled = now;
-  $('go').textContent = stop ? 'Stop' : 'Ask';
+  $('go').disabled = $('search').disabled = now;
+  $('go').hidden = Boolean(stop);
+  $('stop').hidden = !stop;
 }
 
 function submit(search) {
   const question = box.value.trim();
-  if (busy.stop && !search) busy.stop.abort();
   if (!question || busy.now) return;
   box.value = '';
   run(question, search);
@@ -7492,6 +7510,7 @@ function submit(search) {
 
 $('ask').addEventListener('submit', (event) => { event.preventDefault(); submit(false); });
 $('search').addEventListener('click', () => submit(true));
+$('stop').addEventListener('click', () => busy.stop?.abort());
 $('new').addEventListener('click', () => {
   topic = [];
   thread.append(el('p', 'topic', 'New topic'));

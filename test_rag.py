@@ -2849,7 +2849,7 @@ class WithinTest(TempFolder):
     def test_at_the_prompt_only_sets_the_terms_for_the_questions_after_it(self):
         docs = self.folders()
         code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "1", "--no-cache"],
-                                  'invoice deadline\n/only "b" c\ninvoice deadline\n/only nowhere\ninvoice deadline\n'
+                                  'invoice deadline\n/only "b" \'c\'\ninvoice deadline\n/only nowhere\ninvoice deadline\n'
                                   '/only\ninvoice deadline\n')
         lines = [json.loads(line) for line in out.splitlines()]
         self.assertEqual([line["hits"][0]["source"][:2] if line["hits"] else line["error"][:22] for line in lines],
@@ -2892,14 +2892,14 @@ class WithinTest(TempFolder):
             "team1/binary.txt": "binary (contains NUL bytes; if it is text, save it as UTF-8)",
             "team1/broken.docx": "not a zip archive, or a truncated one (File is not a zip file)",
             "team1/huge.md": "larger than 1 MiB (1,280,007 bytes; --max-file-mb raises the limit)",
-            "team1/old.txt": "is not UTF-8; read it as Windows-1252, some characters may be wrong",
+            "team1/old.txt": "old.txt is not UTF-8; read it as Windows-1252, some characters may be wrong",
             "team1/partly.pdf": "p. 2 has no text: OCR it first; the text in font Secret has no Unicode map: it is left out",
             "team1/scan.pdf": "no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf",
             "team1/server.log": "not read: rag.py does not read .log files"})
         self.assertEqual(records["team1/server.log"]["read"], None)
         self.assertEqual((records["team1/partly.pdf"]["pages"], records["team1/j.pptx"]["pages"], records["team1/b.md"]["lines"]),
                          (1, 1, 3))
-        self.assertRegex(records["team1/a.txt"]["changed"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+        self.assertRegex(records["team1/a.txt"]["changed"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")  # local, with its offset
         code, out, err = run_main(["--docs", docs, "--list", "--cache", cache, "--only", "*.pdf", "--max-file-mb", "2"])
         self.assertEqual(out.splitlines()[-1], "3 files, 2 with text, 1 without (why: above)")
         self.assertRegex(out, r"team1/scan\.pdf    changed \d{4}-\d\d-\d\d  read \d{4}-\d\d-\d\d \d\d:\d\d  no text: no "
@@ -5408,7 +5408,9 @@ class PageRoutesTest(ServerCase):
                                "the prompt filled ... so it dropped part of the sources: whoever runs rag.py can try a smaller -k"),
                               ("the answer cites no source: check it against the passages it was given", None),
                               ("stopped sending for 300 s; try again or allow more time with --timeout",
-                               "stopped sending for 300 s; whoever runs rag.py can try again or allow more time with --timeout")]:
+                               "stopped sending for 300 s; whoever runs rag.py can try again or allow more time with --timeout"),
+                              ("the server answered 404: is --host the server's /v1 address?", None),  # a question, not advice
+                              ("the index is damaged (use --no-cache): try again", None)]:
             with self.subTest(message=message):
                 self.assertEqual(rag.for_page(message), said or message)
 
@@ -5423,13 +5425,16 @@ class PageRoutesTest(ServerCase):
     def test_files_are_listed_folder_by_folder_with_what_was_read(self):
         self.write("it/vpn.md", "The VPN token is reset at the helpdesk.")
         self.write("it/old/scan.pdf", b"%PDF-1.4\n")
+        self.write("it/id_rsa", b"-----BEGIN OPENSSH PRIVATE KEY-----\n")  # not a document: counted, never named
         self.start(config_for(self.fake.url, [self.docs]))
         top = json.loads(self.request("GET", "/api/files")[2])
-        self.assertEqual(top["folders"], [{"name": "it", "files": 2, "without_text": 1}])
+        self.assertEqual(top["folders"], [{"name": "it", "files": 2, "without_text": 1, "other_files": 1}])
         self.assertEqual([(f["source"], f["lines"], f["note"]) for f in top["files"]], [("handbook.txt", 690, "")])
+        self.assertEqual(top["files"][0]["day"], time.strftime("%Y-%m-%d"))
         it = json.loads(self.request("GET", "/api/files?in=it/")[2])
-        self.assertEqual((it["in"], it["folders"], [f["source"] for f in it["files"]]),
-                         ("it", [{"name": "old", "files": 1, "without_text": 1}], ["it/vpn.md"]))
+        self.assertEqual((it["in"], it["folders"], [f["source"] for f in it["files"]], it["other_files"]),
+                         ("it", [{"name": "old", "files": 1, "without_text": 1, "other_files": 0}], ["it/vpn.md"], 1))
+        self.assertNotIn("id_rsa", json.dumps(it))
         old = json.loads(self.request("GET", "/api/files?in=it/old")[2])["files"][0]
         self.assertEqual((old["chunks"], old["note"]), (0, "no pages found (a damaged PDF?); repair it: qpdf in.pdf out.pdf"))
         with mock.patch.object(rag, "MAX_LISTED", 0):

@@ -282,9 +282,14 @@ def main(shots):
             markdown.delay = 0.5
             driver.find_element(By.ID, "q").send_keys("How long is parental leave for the partner?" + Keys.ENTER)
             WebDriverWait(driver, 10).until(lambda d: turns()[-1].find_element(By.CSS_SELECTOR, ".answer").text)
-            check("while the answer comes, Ask is Stop", driver.find_element(By.ID, "go").text == "Stop")
-            driver.find_element(By.ID, "q").send_keys(Keys.ENTER)  # (the keyboard way: Enter in the question box)
+            stop = driver.find_element(By.ID, "stop")
+            driver.find_element(By.ID, "q").send_keys("and for the birth parent?" + Keys.ENTER)  # typed ahead: no stop
+            check("while the answer comes, Stop stands for Ask, and Enter in the question box does not stop it",
+                  stop.is_displayed() and not driver.find_element(By.ID, "go").is_displayed() and not turns()[-1].find_elements(
+                      By.CSS_SELECTOR, ".actions"))
+            stop.send_keys(Keys.ENTER)  # (the keyboard way: Enter on the button)
             turn = finished(2)
+            driver.find_element(By.ID, "q").clear()
             check("Stop stops the answer, keeps what was said and lists the passages", "Stopped" in turn.text
                   and turn.find_element(By.CSS_SELECTOR, ".answer").text and turn.find_elements(By.CSS_SELECTOR, ".sources li"))
             markdown.delay = 0.05
