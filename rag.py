@@ -2388,9 +2388,10 @@ def make_query(question, earlier=(), within=None):
 # A question can be asked of some documents only: --only terms name them. A term is a glob over a file's
 # source, written as in .gitignore: "*.pdf" or "hr" (a name at any depth), "hr/policies/**" (a path from the
 # top; * stays within a folder, ** crosses folders), and a folder stands for every file below it; "!drafts"
-# leaves out what it names. since:DATE and before:DATE keep the files last changed from or before a day
-# (2026, 2026-03, 2026-03-31; or 30d: 30 days ago). A file is within when any glob names it (or there is
-# none), no "!" glob names it, and its date fits.
+# leaves out what it names. kind:pdf,docx keeps files of those kinds; since:DATE and before:DATE the files
+# last changed from or before a day (2026, 2026-03, 2026-03-31; or 30d: 30 days ago). A file is within when
+# any glob names it (or there is none), no "!" glob names it, it is of a kind named (or none is), and its
+# date fits: "hr" kind:pdf is the PDFs in hr.
 #
 # The filter is applied inside the search: only the chunks within are scored, so the k best are the k best
 # of those files. (Filtered after ranking, the k best of the whole folder would hold few of theirs, or
@@ -2399,26 +2400,31 @@ def make_query(question, earlier=(), within=None):
 # files apart less than they tell it from the rest (README, "Asking within some documents", measures it).
 
 def only_rules(terms):
-    """Return (the globs that keep, those that leave out, as glob_rule gives them; the earliest and latest
-    time of last change) of --only terms; a RagError says what is wrong with one."""
-    keep, leave, since, before = [], [], -math.inf, math.inf
+    """Return (the globs that keep, those that leave out, as glob_rule gives them; the kinds of file; the
+    earliest and latest time of last change) of --only terms; a RagError says what is wrong with one."""
+    keep, leave, kinds, since, before = [], [], set(), -math.inf, math.inf
     for term in terms:
         name, colon, value = term.partition(":")
-        if colon and name.lower() in ("since", "before"):
+        if colon and name.lower() == "kind":
+            kinds.update("." + kind.strip(". ").lower() for kind in value.split(","))
+            if not kinds <= set(READERS):
+                raise RagError(f"--only {term!r}: rag.py reads the kinds " + ", ".join(sorted(s[1:] for s in READERS)), 2)
+        elif colon and name.lower() in ("since", "before"):
             moment = day_start(value.strip(), term)
             since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
         elif term.startswith("!"):
             leave.append(glob_rule(term[1:], term))
         else:
             keep.append(glob_rule(term, term))
-    return keep, leave, since, before
+    return keep, leave, kinds, since, before
 
 
 def is_within(rules, source, changed):
     """True when a file (its source, and when it last changed) is within the rules of only_rules."""
-    keep, leave, since, before = rules
+    keep, leave, kinds, since, before = rules
     parts = source.split("/")
-    return (since <= changed < before and not any(glob_matches(rule, parts) for rule in leave)
+    return (since <= changed < before and (not kinds or os.path.splitext(source)[1].lower() in kinds)
+            and not any(glob_matches(rule, parts) for rule in leave)
             and (not keep or any(glob_matches(rule, parts) for rule in keep)))
 
 
@@ -3666,7 +3672,8 @@ def add_search_options(parser):
                                                                 "for this run only")
     parser.add_argument("--only", action="append", metavar="TERM",
                         help="ask only of these documents (repeatable): a glob over their paths as in .gitignore "
-                             "('hr/**', '*.pdf', '!drafts'), since:DATE or before:DATE (2026-03-31; 30d: days back)")
+                             "('hr/**', '*.pdf', '!drafts'), kind:pdf,docx, since:DATE or before:DATE (2026-03-31; "
+                             "30d: days back)")
     parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
                         help="larger files are skipped, with a warning (default: %(default)s)")
 
@@ -6599,11 +6606,13 @@ def route_files(handler, site, params):
     """GET /api/files?in=folder: the folders in a folder of the documents, each with how many documents it
     holds, how many of those have no text, and how many other files; its documents (at most MAX_LISTED),
     each as --list --json says it (and the day it last changed, as --only's dates read it); and how many
-    other files it holds. Files of other kinds are not named: the page is for the documents."""
+    other files it holds; and the kinds of the documents with text, with how many of each. Files of other
+    kinds are not named: the page is for the documents."""
     snapshot, folder = site.live.current(), params.get("in", [""])[-1].strip("/")
     if snapshot.index.records is None:
         snapshot.index.records = file_records(snapshot.index)  # (kept with its index: they change together)
     start, folders, files, others = folder + "/" if folder else "", {}, [], 0
+    kinds = Counter(os.path.splitext(record["source"])[1].lower()[1:] for record in snapshot.index.records if record["chunks"])
     for record in snapshot.index.records:
         if record["source"].startswith(start):
             name, below, _ = record["source"][len(start):].partition("/")
@@ -6617,7 +6626,7 @@ def route_files(handler, site, params):
     send(handler, 200, {"in": folder, "folders": [{"name": name, "files": n - other, "without_text": empty - other,
                                                    "other_files": other} for name, (n, empty, other) in sorted(folders.items())],
                         "files": files[:MAX_LISTED], "more": max(0, len(files) - MAX_LISTED), "other_files": others,
-                        "generation": snapshot.generation})
+                        "kinds": dict(sorted(kinds.items())), "generation": snapshot.generation})
 
 
 def model_note(config):
@@ -6946,7 +6955,8 @@ PAGE = """<!doctype html>
 <button type="button" id="docs-button" aria-expanded="false" aria-controls="docs">Documents</button></header>
 <section id="docs" hidden aria-labelledby="docs-title"><h2 id="docs-title">Documents</h2>
 <p class="quiet">Tick folders or files to ask within them; with none ticked, questions are asked of all.
-<label>Changed since <input type="date" id="since"></label></p><ul id="tree" class="tree"></ul></section>
+<label>Changed since <input type="date" id="since"></label></p><p id="kinds" class="kinds"></p>
+<ul id="tree" class="tree"></ul></section>
 <main><div id="thread" aria-live="polite"><p id="intro" class="quiet">Ask a question about the documents: the answer
 cites the passages it comes from, and a follow-up can say "it" or "and in Japan?". <b>Search only</b> lists the
 passages without asking the model.</p></div>
@@ -7056,6 +7066,7 @@ header .warnings { flex: 1 1 100%; order: 3; margin: .5rem 0 0; }
 .tree .leaf { display: inline-block; width: 1.6rem; }
 .tree .what { color: var(--muted); font-size: .85rem; } .tree .note { color: var(--warn); font-size: .85rem; display: block;
   padding-left: 3.2rem; }
+.kinds { display: flex; flex-wrap: wrap; gap: .2rem 1rem; margin: .25rem 0 .5rem; font-size: .9rem; }
 .within { flex: 1 1 100%; margin: 0; font-size: .9rem; color: var(--muted); }
 .within button { font-size: .8rem; padding: .05rem .6rem; margin-left: .5rem; }
 .asked-within { color: var(--muted); font-size: .85rem; margin: -.4rem 0 .4rem; }
@@ -7109,8 +7120,9 @@ function address(question, earlier, only, kind) {  // ?q=...&h=earlier question&
   return params;
 }
 const within = (only) => only.map((term) => term.startsWith('since:') ? 'changed since ' + term.slice(6)
+  : term.startsWith('kind:') ? term.slice(5) + ' files'
   : !term.startsWith('/') ? term : term.slice(1) + (term.includes('.', term.lastIndexOf('/')) ? '' : '/'))
-  .join(', ');  // a pick "/hr" is shown "hr/"; a term written by hand as it is
+  .join(', ');  // a pick "/hr" is shown "hr/", "kind:pdf" "pdf files"; a term written by hand as it is
 
 async function run(question, search, earlier = topic.slice(-2)) {
   const turn = el('article', 'turn'), status = el('p', 'status', 'Finding passages…'), only = [...picked];
@@ -7411,6 +7423,8 @@ const covered = (term) => [...picked].some((t) => term === t || term.startsWith(
 async function folder(list, path) {
   try {
     const x = await (await get('/api/files?' + new URLSearchParams({in: path}))).json();
+    if (!path) $('kinds').replaceChildren(...Object.entries(x.kinds).map(([kind, n]) =>  // a tick for each kind
+      el('label', '', tick('kind:' + kind, kind + ' files'), ` ${kind} ${n}`)));
     list.replaceChildren(...x.folders.map((f) => branch(path ? `${path}/${f.name}` : f.name, f)), ...x.files.map(leaf));
     if (x.more) list.append(el('li', 'quiet', `and ${x.more} more files: tick the folder to ask within them all`));
     if (x.other_files) list.append(el('li', 'quiet', `${x.other_files} file${x.other_files === 1 ? '' : 's'} of other `
@@ -7423,7 +7437,7 @@ async function folder(list, path) {
 
 function tick(term, label) {
   const box = Object.assign(el('input'), {type: 'checkbox'});
-  box.dataset.term = term.replace(/[*?]/g, '?');  // (a glob: * and ? in a name match themselves as ?)
+  box.dataset.term = term.startsWith('/') ? term.replace(/[*?]/g, '?') : term;  // (a glob: * and ? in a name match as ?)
   box.setAttribute('aria-label', 'Ask within ' + label);
   box.addEventListener('change', () => {
     if (box.checked && picked.size >= MAX_TERMS) {  // (the server takes no more)
@@ -7466,7 +7480,7 @@ function leaf(file) {
 }
 
 function showWithin() {  // the ticks, the line above the question and the address say the same pick
-  document.querySelectorAll('#tree input').forEach((box) => {
+  document.querySelectorAll('#docs input[type=checkbox]').forEach((box) => {
     box.checked = covered(box.dataset.term);
     box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder ticked
   });

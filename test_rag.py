@@ -2820,6 +2820,16 @@ class WithinTest(TempFolder):
             with self.subTest(glob=glob, source=source):
                 self.assertEqual(rag.glob_matches(rag.glob_rule(glob, glob), source.split("/")), matches)
 
+    def test_kinds_keep_the_files_of_those_kinds_within_the_globs(self):
+        docs = self.folders()
+        self.write("docs/a/notes.md", "The invoice deadline moved.")
+        for terms, expected in [(["kind:md"], ["a/notes.md", "b/rules.md"]), (["kind:.MD,txt", "b"], ["b/rules.md"]),
+                                (["a", "kind:md"], ["a/notes.md"])]:  # globs, then kinds: the Markdown in a/
+            with self.subTest(terms=terms):
+                code, out, err = run_main(["--docs", docs, "--search", "--json", "-k", "20", "--no-cache",
+                                           *[f"--only={term}" for term in terms], "invoice deadline"])
+                self.assertEqual(sorted(hit["source"] for hit in json.loads(out)["hits"]), expected)
+
     def test_dates_keep_the_files_last_changed_from_or_before_a_day(self):
         docs = self.folders()
         old = time.mktime((2025, 6, 30, 12, 0, 0, 0, 0, -1))
@@ -2840,7 +2850,8 @@ class WithinTest(TempFolder):
 
     def test_a_mistaken_term_is_said_before_any_reading(self):
         for term, said in [("since:2026-13-01", "expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d"),
-                           ("before:yesterday", "expected a date"), ("/", "expected a glob such as 'hr/**'")]:
+                           ("before:yesterday", "expected a date"), ("/", "expected a glob such as 'hr/**'"),
+                           ("kind:pdf,exe", "rag.py reads the kinds docx, epub, htm, html, markdown, md, ")]:
             with self.subTest(term=term), mock.patch.object(rag, "find_files") as find:
                 code, out, err = run_main(["--search", "--only", term, "per diem"])
                 self.assertEqual((code, out, find.called), (2, "", False))
@@ -5430,7 +5441,7 @@ class PageRoutesTest(ServerCase):
         top = json.loads(self.request("GET", "/api/files")[2])
         self.assertEqual(top["folders"], [{"name": "it", "files": 2, "without_text": 1, "other_files": 1}])
         self.assertEqual([(f["source"], f["lines"], f["note"]) for f in top["files"]], [("handbook.txt", 690, "")])
-        self.assertEqual(top["files"][0]["day"], time.strftime("%Y-%m-%d"))
+        self.assertEqual((top["files"][0]["day"], top["kinds"]), (time.strftime("%Y-%m-%d"), {"md": 1, "txt": 1}))
         it = json.loads(self.request("GET", "/api/files?in=it/")[2])
         self.assertEqual((it["in"], it["folders"], [f["source"] for f in it["files"]], it["other_files"]),
                          ("it", [{"name": "old", "files": 1, "without_text": 1, "other_files": 0}], ["it/vpn.md"], 1))
