@@ -7423,7 +7423,7 @@ const covered = (term) => [...picked].some((t) => term === t || term.startsWith(
 async function folder(list, path) {
   try {
     const x = await (await get('/api/files?' + new URLSearchParams({in: path}))).json();
-    if (!path) $('kinds').replaceChildren(...Object.entries(x.kinds).map(([kind, n]) =>  // a tick for each kind
+    if (!path) $('kinds').replaceChildren('Kinds:', ...Object.entries(x.kinds).map(([kind, n]) =>  // a tick for each
       el('label', '', tick('kind:' + kind, kind + ' files'), ` ${kind} ${n}`)));
     list.replaceChildren(...x.folders.map((f) => branch(path ? `${path}/${f.name}` : f.name, f)), ...x.files.map(leaf));
     if (x.more) list.append(el('li', 'quiet', `and ${x.more} more files: tick the folder to ask within them all`));

@@ -256,7 +256,7 @@ def main(shots):
             check("the files in a ticked folder are ticked with it", driver.find_element(
                 By.CSS_SELECTOR, "#tree input[data-term='/hr/handbook.txt']").is_selected())
             check("the kinds of the documents can be ticked, with their counts",
-                  driver.find_element(By.ID, "kinds").text.split() == ["md", "2", "txt", "1"]
+                  driver.find_element(By.ID, "kinds").text.split() == ["Kinds:", "md", "2", "txt", "1"]
                   and driver.find_elements(By.CSS_SELECTOR, "#kinds input[data-term='kind:md']"))
             shot("17-documents")
             driver.find_element(By.ID, "q").send_keys("How long is parental leave for the partner? Who resets the VPN token?" + Keys.ENTER)
