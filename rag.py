@@ -2422,16 +2422,16 @@ def only_rules(terms):
 def is_within(rules, source, changed):
     """True when a file (its source, and when it last changed) is within the rules of only_rules."""
     keep, leave, kinds, since, before = rules
-    parts = source.split("/")
     return (since <= changed < before and (not kinds or os.path.splitext(source)[1].lower() in kinds)
-            and not any(glob_matches(rule, parts) for rule in leave)
-            and (not keep or any(glob_matches(rule, parts) for rule in keep)))
+            and not any(glob_matches(rule, source) for rule in leave)
+            and (not keep or any(glob_matches(rule, source) for rule in keep)))
 
 
 def glob_rule(glob, term):
     """Return a glob, read as .gitignore reads one, as what each part of a path must be in turn: a pattern
-    of one part (part_pattern), or None for ** (any number of parts). With a / inside, the glob is matched
-    from the top of --docs, else it names a file or folder at any depth; a folder stands for all below it.
+    of one part (part_pattern), or None for ** (any number of parts); one without wildcards as (from the
+    top?, its text). With a / inside, the glob is matched from the top of --docs, else it names a file or
+    folder at any depth; a folder stands for all below it.
 
     Example: "hr/**/*.pdf" -> [hr, None, *.pdf, None]: "hr/a.pdf", "hr/2026/a.pdf", not "it/hr/a.pdf"
     """
@@ -2439,6 +2439,8 @@ def glob_rule(glob, term):
     anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
     if not glob:
         raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
+    if not re.search(r"[*?]", glob):  # a name or path without wildcards ("hr", "/hr/2026"): found as it is
+        return anchored, "/" + "/".join(part for part in glob.lower().split("/") if part) + "/"
     parts = [None if part == "**" else part_pattern(part) for part in glob.split("/") if part]
     return ([] if anchored else [None]) + parts + [None]
 
@@ -2453,11 +2455,14 @@ def part_pattern(part):
     return re.compile(pattern + (".*" + runs[-1] if len(runs) > 1 else ""), re.IGNORECASE | re.DOTALL)
 
 
-def glob_matches(rule, parts):
-    """True when the parts of a path ("hr/a.pdf" -> ["hr", "a.pdf"]) match a glob_rule whole. Between two
-    ** the parts must come in order: each run of them is taken at the first place it fits, which finds a
-    match when there is one (no place is tried twice)."""
-    runs = [[]]  # the patterns between the **s
+def glob_matches(rule, source):
+    """True when a file's source matches a glob_rule: as it is (a name or path without wildcards), or part
+    by part. Between two ** the parts must come in order: each run of them is taken at the first place it
+    fits, which finds a match when there is one (no place is tried twice)."""
+    if isinstance(rule, tuple):  # (from the top?, "/a name or path/")
+        anchored, text = rule
+        return ("/" + source.lower() + "/").startswith(text) if anchored else text in "/" + source.lower() + "/"
+    parts, runs = source.split("/"), [[]]  # runs: the patterns between the **s
     for pattern in rule:
         runs.append([]) if pattern is None else runs[-1].append(pattern)
 

@@ -114,10 +114,12 @@ def speed():
     for name in ("scifact-train", "jaquad-dev"):
         with open(os.path.join(retrieval.DATASETS[name], "queries.jsonl"), encoding="utf-8") as f:
             questions += [json.loads(line)["text"] for line in f][:200]
+    started = time.perf_counter()
+    rag.chunks_within(index, ("since:1970",))  # the first filter reads each file's chunks from the index, once
+    print(f"  the files' chunks read, for the first filter: {(time.perf_counter() - started) * 1000:.0f} ms")
     for only in [(), ("copy007/jaquad-dev",), ("copy007/scifact-train/1*",), ("copy007",), ("jaquad-dev",),
                  ("*-000-0*.txt",), ("!copy007",), ("since:2000",)]:
         index.filters.clear()
-        index.file_chunks = None
         started = time.perf_counter()
         within = rag.chunks_within(index, only)
         made = (time.perf_counter() - started) * 1000
