@@ -4767,11 +4767,12 @@ def load_font(pdf, font):
         descendant = descendant if isinstance(descendant, dict) else {}
         encoding = get(font.get("Encoding"))  # a CMap: how to cut codes, and each one's glyph (CID);
         ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
-        vertical = str(encoding).endswith("-V")  # Identity-V, UniJIS-UTF16-V, ...: vertical writing
+        vertical = re.fullmatch(r"(.+-)?V", str(encoding)) is not None  # Identity-V, UniJIS-UTF16-V, V: vertical
         if isinstance(encoding, Stream):
             cmap = pdf.decode(encoding)
             ranges, cids = parse_cmap(pdf, cmap)
-            vertical = re.search(rb"/WMode\s+1\b", cmap) is not None
+            code = re.sub(rb"%[^\r\n]*", b"", cmap)  # (not in a comment)
+            vertical = get(encoding.info.get("WMode")) == 1 or re.search(rb"/WMode\s+1\b|/(\S+-)?V\s+usecmap", code) is not None
         widths = cid_widths(pdf, get(descendant.get("W")) or [])
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
@@ -4826,7 +4827,7 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
     if table is None and kind == "Type1" and isinstance(compact, Stream) and not mapped:
         try:  # a Type 1 font in its compact form (CFF) names its glyphs too, and may encode them its own way
             table = cff_encoding(pdf.decode(compact))
-        except (IndexError, ValueError, KeyError):  # a damaged font program: the standard encoding is a guess
+        except (IndexError, ValueError, KeyError, TypeError):  # a damaged program: the standard encoding is a guess
             table = None
     if table is None and re.search("Symbol|Dingbat|Wingding|Webding", str(get(font.get("BaseFont")))):
         table = {}  # pictures, not letters: with no map, its text cannot be known
@@ -4864,10 +4865,12 @@ def cff_encoding(data):
     top, at = cff_index(data, at)
     strings, _ = cff_index(data, at)
     top = cff_dict(top[0])
-    encoding, charset = top.get(16, [0])[0], top.get(15, [0])[0]
-    if encoding in (0, 1) or (12, 30) in top:  # standard or expert encoding; a CIDFont
+    encoding, charset, charstrings = top.get(16, [0])[0], top.get(15, [0])[0], top[17][0]
+    if encoding in (0, 1) or charset in (1, 2) or (12, 30) in top:  # standard or expert encoding or charset; a CIDFont
         return None
-    glyphs = len(cff_index(data, top[17][0])[0])
+    if not all(isinstance(at, int) and 0 < at < len(data) for at in (encoding, charstrings)) or charset < 0:
+        raise ValueError("a place outside the font")
+    glyphs = len(cff_index(data, charstrings)[0])
     standard = sorted(base_encoding("StandardEncoding").items())
     texts = [""] + [text for code, text in standard if code < 127] + [text for code, text in standard if code > 160] \
         + [glyph_text(name) for name in CFF_LATIN]  # by string ID, the standard strings up to 228 (ISO Latin-1's)
@@ -4876,15 +4879,19 @@ def cff_encoding(data):
     sids = list(range(glyphs)) if charset == 0 else [0]  # charset 0: glyph i is string i (ISO Adobe)
     while charset and len(sids) < glyphs:  # formats 1 and 2: runs of string IDs, counted in 1 or 2 bytes
         kind, at = data[charset], charset + 1
+        if kind not in (0, 1, 2):
+            raise ValueError(f"charset format {kind}")
         if kind == 0:
             sids += [int.from_bytes(data[at + 2 * i:at + 2 * i + 2], "big") for i in range(glyphs - 1)]
             break
-        while len(sids) < glyphs:
+        while len(sids) < glyphs and at + 2 + kind <= len(data):
             first, left = int.from_bytes(data[at:at + 2], "big"), int.from_bytes(data[at + 2:at + 2 + kind], "big")
-            sids += range(first, first + left + 1)
+            sids += range(first, first + min(left, glyphs - len(sids) - 1) + 1)  # (never more than the glyphs)
             at += 2 + kind
         charset = 0
     kind, count, at = data[encoding] & 0x7F, data[encoding + 1], encoding + 2
+    if kind not in (0, 1):
+        raise ValueError(f"encoding format {kind}")
     if kind == 0:  # a code for each glyph from glyph 1
         codes = list(data[at:at + count])
         at += count
@@ -5158,20 +5165,22 @@ def text_pieces(state, items):
     applied."""
     font, size, scale, char_space, word_space = state.font, state.size, state.scale, state.char_space, state.word_space
     pieces, advance, apart = [], 0.0, True
-    scale = 1.0 if font.vertical else scale
+    # Down the page, character and word spacing (up, when positive) shorten the step, and a number moves on
+    # (ISO 32000-1 9.4.4: ty = (w1 - Tj / 1000) * Tfs + Tc + Tw, w1 an em down)
+    scale, back = (1.0, -1) if font.vertical else (scale, 1)
     for item in items:
         if isinstance(item, bytes):
             text, width, codes, spaces = show_codes(font, item)
             width = codes if font.vertical else width
-            end = advance + (width * size + char_space * codes + word_space * spaces) * scale
+            end = advance + (width * size + back * (char_space * codes + word_space * spaces)) * scale
             if apart:
                 pieces.append([advance, end, [text]])
             else:
                 pieces[-1][1] = end
                 pieces[-1][2].append(text)
             advance, apart = end, False
-        elif isinstance(item, (int, float)):  # in thousandths of the font size, backwards
-            shift = -item / 1000 * size * scale
+        elif isinstance(item, (int, float)):  # in thousandths of the font size, backwards (across; on, down)
+            shift = -back * item / 1000 * size * scale
             advance += shift
             apart = apart or shift > PDF_WORD_GAP * size  # a space: what follows is a new piece
     return pieces, advance
@@ -6877,7 +6886,8 @@ def page_server_class(host):
 
         def process_request(self, request, client_address):
             with self.lock:
-                idle = sorted((since, c) for c, (address, busy, since) in self.open.items() if not busy)  # longest first
+                idle = sorted(((since, c) for c, (address, busy, since) in self.open.items() if not busy),
+                              key=lambda item: item[0])  # longest first (by time alone: sockets do not compare)
                 own = [c for since, c in idle if self.open[c][0] == client_address[0] and since < time.monotonic() - IDLE_GRACE]
                 if len(own) >= IDLE_PER_CLIENT and len(self.open) >= MAX_CONNECTIONS // 2:
                     self.close_idle(own[0])

@@ -3936,9 +3936,12 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/ABCDEF+X/FirstChar 1/LastChar 6/Widths[500 500 500 500 500 500]" \
                      b"/FontDescriptor 6 0 R>>"
         self.assertEqual(text_of(objects), (["Coéffi¹o"], ""))
-        objects[6] = stream(b"/Subtype/Type1C", program[:40])  # cut short: no text from it, said as such
-        with self.assertRaisesRegex(rag.RagError, r"its fonts \(ABCDEF\+X\) have no Unicode map"):
-            text_of(objects)
+        at = len(program) - len(encoding) - len(charset)
+        for damaged in (program[:40], program[:at] + b"\x09" + program[at + 1:]):  # cut short; a charset of format 9
+            objects[6] = stream(b"/Subtype/Type1C", damaged)  # (a run of 16M glyphs, or an OverflowError, before)
+            with self.subTest(damaged=len(damaged)), \
+                    self.assertRaisesRegex(rag.RagError, r"its fonts \(ABCDEF\+X\) have no Unicode map"):
+                text_of(objects)  # no text from it, said as such
 
     def test_vertical_writing_reads_down_each_column_and_the_columns_right_to_left(self):
         """Japanese set vertically (tategaki): a font with /Encoding /Identity-V, or a CMap of its own with
@@ -3949,7 +3952,8 @@ class PdfFontsTest(unittest.TestCase):
         own = stream(b"", b"begincmap /CMapName /My-V def /WMode 1 def 1 begincodespacerange <0000> <FFFF> endcodespacerange "
                           b"1 begincidrange <0000> <FFFF> 0 endcidrange endcmap")
         # the right column, then 20 pt to the left the next, whose TJ moves its second glyph an em further down
-        content = b"BT /F1 10 Tf 500 700 Td <000100020003> Tj -20 0 Td [<0004> -1000 <000500060007>] TJ ET"
+        # (a positive number: down, as across it moves left) and the others a little closer
+        content = b"BT /F1 10 Tf 500 700 Td <000100020003> Tj -20 0 Td [<0004> 1000 <0005> -20 <0006> -20 <0007>] TJ ET"
         for encoding, extra in ((b"/Identity-V", []), (b"8 0 R", [own])):
             with self.subTest(encoding=encoding):
                 objects = one_page(content, extra=[stream(b"", cmap), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>",
