@@ -6969,8 +6969,8 @@ PAGE = """<!doctype html>
 <body><header><h1>rag.py</h1><p id="about" class="quiet"></p>
 <button type="button" id="docs-button" aria-expanded="false" aria-controls="docs">Documents</button></header>
 <section id="docs" hidden aria-labelledby="docs-title"><h2 id="docs-title">Documents</h2>
-<p class="quiet">Tick folders or files to ask within them; with none ticked, questions are asked of all.
-<label>Changed since <input type="date" id="since"></label></p><p id="kinds" class="kinds"></p>
+<p class="quiet">Tick folders, files or kinds to ask within them; with none ticked, questions are asked of all.
+<label>Changed since <input type="date" id="since"></label> <label>before <input type="date" id="before"></label></p><p id="kinds" class="kinds"></p>
 <ul id="tree" class="tree"></ul></section>
 <main><div id="thread" aria-live="polite"><p id="intro" class="quiet">Ask a question about the documents: the answer
 cites the passages it comes from, and a follow-up can say "it" or "and in Japan?". <b>Search only</b> lists the
@@ -7135,6 +7135,7 @@ function address(question, earlier, only, kind) {  // ?q=...&h=earlier question&
   return params;
 }
 const within = (only) => only.map((term) => term.startsWith('since:') ? 'changed since ' + term.slice(6)
+  : term.startsWith('before:') ? 'changed before ' + term.slice(7)
   : term.startsWith('kind:') ? term.slice(5) + ' files'
   : !term.startsWith('/') ? term : term.slice(1) + (term.includes('.', term.lastIndexOf('/')) ? '' : '/'))
   .join(', ');  // a pick "/hr" is shown "hr/", "kind:pdf" "pdf files"; a term written by hand as it is
@@ -7499,8 +7500,10 @@ function showWithin() {  // the ticks, the line above the question and the addre
     box.checked = covered(box.dataset.term);
     box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder ticked
   });
-  const since = [...picked].find((term) => term.startsWith('since:'));
-  $('since').value = since ? since.slice(6) : '';
+  for (const name of ['since', 'before']) {  // the dates' inputs say the dates picked
+    const date = [...picked].find((term) => term.startsWith(name + ':'));
+    $(name).value = date ? date.slice(name.length + 1) : '';
+  }
   const line = $('within'), clear = Object.assign(el('button', '', 'Ask all'), {type: 'button'});
   clear.addEventListener('click', () => { picked.clear(); showWithin(); });
   line.hidden = !picked.size;
@@ -7517,11 +7520,13 @@ $('docs-button').addEventListener('click', () => {
   $('docs-button').setAttribute('aria-expanded', String(open));
   if (open && !$('tree').firstChild) folder($('tree'), '').then(showWithin);
 });
-$('since').addEventListener('change', () => {
-  [...picked].filter((term) => term.startsWith('since:')).forEach((term) => picked.delete(term));
-  if ($('since').value) picked.add('since:' + $('since').value);
-  showWithin();
-});
+for (const name of ['since', 'before']) {
+  $(name).addEventListener('change', () => {
+    [...picked].filter((term) => term.startsWith(name + ':')).forEach((term) => picked.delete(term));
+    if ($(name).value) picked.add(`${name}:${$(name).value}`);
+    showWithin();
+  });
+}
 
 function busy(now, stop) {  // while an answer comes, Stop stands for Ask (Enter in the question box does nothing)
   Object.assign(busy, {now, stop});
