@@ -6478,7 +6478,9 @@ def only_of(terms, snapshot):
     try:
         chunks_within(snapshot.index, only)
     except RagError as e:  # a mistaken term, or none of the documents within
-        raise RagError(str(e).replace("--list shows them all", "pick others"), status=400) from None
+        none = str(e).startswith("no document is within")
+        raise RagError("none of the documents is within the pick: pick others, or Ask all" if none else str(e),
+                       status=400) from None
     return only
 
 

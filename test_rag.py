@@ -5408,8 +5408,8 @@ class PageRoutesTest(ServerCase):
                     self.assertEqual({hit["source"] for hit in hits}, {"hr/handbook.txt"}, path)
                 status, _, text = self.request("POST", "/api/ask", {"question": question, "only": only})
                 self.assertEqual({hit["source"] for hit in json.loads(text.splitlines()[0])["hits"]}, {"hr/handbook.txt"})
-        for only, said in ((["/finance"], "no document is within --only /finance (their names look like 'hr/handbook.txt'): "
-                                          "pick others"), (["since:2026-02-30"], "expected a date"), ("/hr", "only: a list"),
+        for only, said in ((["/finance"], "none of the documents is within the pick: pick others, or Ask all"),
+                           (["since:2026-02-30"], "expected a date"), ("/hr", "only: a list"),
                            ([1], "only: a list")):
             with self.subTest(only=only):
                 status, _, text = self.request("POST", "/api/ask", {"question": question, "only": only})
