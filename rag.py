@@ -5198,7 +5198,8 @@ def place_pieces(state, pieces, spans):
         size = state.size
         height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
         u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
-        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) for s, t, texts in pieces]
+        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + ("down",) * state.font.vertical
+                  for s, t, texts in pieces]  # (a span of vertical writing says so: see one_direction)
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
 
@@ -5336,7 +5337,7 @@ RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic
 
 def page_layout(spans):
     """Return the text of a page from its spans: lines, and a blank line between paragraphs."""
-    lines, last = [], None
+    lines, last, spans = [], None, one_direction(spans)
     for span in spans:
         if last and abs(span[2] - last[2]) <= PDF_LINE_SHIFT * max(span[3], last[3]):
             lines[-1].append(span)
@@ -5367,6 +5368,21 @@ def page_layout(spans):
         elif text:
             lines.append([text, segment[2], segment[3], segment[5]])
     return pdf_paragraphs(lines)
+
+
+def one_direction(spans):
+    """Return the spans of a page placed one way. On a page mostly of vertical writing, a horizontal span is
+    placed as a cell of a column, by where it is on the page: a number set across inside a column
+    (tate-chu-yoko, "12" in 12月) joins its column. (A horizontal span runs along x, its line down the page;
+    a vertical one along its column, down the page, and its column leftwards.) On other pages, vertical
+    spans keep their own frame: each column is still read top to bottom, in drawing order."""
+    down = sum(len(span[4]) for span in spans if len(span) == 6)
+    if not down:
+        return spans
+    if 2 * down < sum(len(span[4]) for span in spans):
+        return [span[:5] for span in spans]
+    return [span[:5] if len(span) == 6 else  # a cell an em tall: 0.88 of it above the baseline (as DW2 says)
+            (span[2] - 0.88 * span[3], span[2] + 0.12 * span[3], -(span[0] + span[1]) / 2, span[3], span[4]) for span in spans]
 
 
 def read_columns(segments):

@@ -3907,6 +3907,19 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
         self.assertEqual(text_of(objects)[0], ["ABA B"])
 
+    def test_a_number_set_across_in_a_column_joins_the_column(self):
+        """Tate-chu-yoko: in 東京 12 都, the 12 is set horizontally (Courier, 12 pt wide) in the cell below
+        京, centred on the column, on the cell's baseline (0.88 em down). Horizontal and vertical spans are
+        laid out two ways: the 12 would be a line, and a paragraph, of its own."""
+        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 3 beginbfchar "
+                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都")) + " endbfchar endcmap").encode()
+        content = (b"BT /F2 10 Tf 500 700 Td <00010002> Tj ET BT /F1 10 Tf 494 671.2 Td (12) Tj ET "
+                   b"BT /F2 10 Tf 500 670 Td <0003> Tj ET BT /F2 10 Tf 480 700 Td <00030001> Tj ET")
+        objects = one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
+            b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-V/DescendantFonts[7 0 R]/ToUnicode 8 0 R>>",
+            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>", stream(b"", cmap)])
+        self.assertEqual(text_of(objects), (["東京12都\n\n都東"], ""))
+
     def test_a_compact_type1_font_is_read_by_its_own_encoding_and_glyph_names(self):
         """A CFF font program (FontFile3, Type1C) with no /Encoding and no ToUnicode, as Ghostscript and
         Distiller wrote them: codes 1, 2, ... are the glyphs in the order used, and only the program says
