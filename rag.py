@@ -4756,6 +4756,63 @@ def base_encoding(encoding):
             **dict(zip(high, "¡¢£⁄¥ƒ§¤'“«‹›ﬁﬂ–†‡·¶•‚„”»…‰¿`´ˆ˜¯˘˙¨˚¸˝˛ˇ—ÆªŁØŒºæıłøœß"))}
 
 
+# A CJK font with no ToUnicode map is still read where its glyph numbers (CIDs) or codes follow a national
+# standard Python has a codec for (ISO 32000-1 9.10.2): pLaTeX names Japanese fonts it does not embed, and
+# older producers name CMaps such as 90ms-RKSJ-H, whose codes are Shift-JIS.
+JAPAN1_VERTICAL = "、。￣＿ー―‐〜‖｜…‥（）〔〕［］｛｝〈〉《》「」『』【】＝ぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ"
+
+
+@lru_cache(maxsize=None)
+def japan1_text():
+    """Return CID -> text of Adobe-Japan1, the glyph numbering of Japanese fonts: 1-95 JIS-Roman (ASCII
+    with a yen sign), 231-325 the same half width, 327-389 half-width katakana, 633-7477 JIS X 0208 row by
+    row (rows 1-7 and 16-84, empty cells skipped: its order), 7887-7939 the upright forms of vertical
+    writing (checked against Adobe's CMaps H and V)."""
+    roman = {c: chr(c + 31) for c in range(1, 96)}
+    roman.update({61: "¥", 95: "‾"})
+    text = {**roman, **{c + 230: t for c, t in roman.items()}, **{c: chr(c + 0xFF61 - 327) for c in range(327, 390)}}
+    cells = (bytes([row + 0xA0, cell + 0xA0]) for row in (*range(1, 8), *range(16, 85)) for cell in range(1, 95))
+    for cid, pair in enumerate((pair for pair in cells if pair < b"\xf4\xa5" and is_euc_jp(pair)), 633):
+        text[cid] = pair.decode("euc_jp")
+    return {**text, **dict(enumerate(JAPAN1_VERTICAL, 7887))}
+
+
+def is_euc_jp(pair):
+    """Tell whether two bytes are a character of EUC-JP (JIS X 0208, plus 2 kanji of 1990 in row 84)."""
+    try:
+        return bool(pair.decode("euc_jp"))
+    except UnicodeDecodeError:
+        return False
+
+
+@lru_cache(maxsize=None)
+def legacy_cmap(name):
+    """Return (codespace ranges, code -> text) of a CMap named, not embedded, whose codes are text in a
+    national encoding (ISO 32000-1 Table 118); None for one whose codes are only CIDs (Identity)."""
+    stem = re.sub(r"-?[HV]$", "", name)  # 90ms-RKSJ-H and -V code alike
+    if stem.startswith("Uni") and re.search(r"-(UCS2|UTF16)", stem):  # UniJIS-UCS2-H, UniGB-UTF16-V: UTF-16
+        codes = [*range(0xD800), *range(0xE000, 0x10000)]
+        return ((2, 0, 0xFFFF),), {code: chr(code) for code in codes}
+    codec = {"": "euc_jp", "EUC": "euc_jp", "GB-EUC": "gb2312", "GBpc-EUC": "gb2312", "GBK-EUC": "gbk",
+             "GBKp-EUC": "gbk", "B5pc": "big5", "ETen-B5": "cp950", "ETenms-B5": "cp950", "HKscs-B5": "big5hkscs",
+             "KSC-EUC": "euc_kr", "KSCpc-EUC": "euc_kr", "KSCms-UHC": "cp949", "KSCms-UHC-HW": "cp949"}.get(
+        "RKSJ" if stem.endswith("RKSJ") else stem, "cp932" if stem.endswith("RKSJ") else None)
+    if codec is None:
+        return None
+    if stem == "":  # H and V: JIS X 0208 as two 7-bit bytes, which are EUC-JP's less 128 each
+        pairs = {row << 8 | cell: bytes([row | 0x80, cell | 0x80]) for row in range(0x21, 0x7F) for cell in range(0x21, 0x7F)}
+        return ((2, 0x2121, 0x7E7E),), {code: pair.decode(codec) for code, pair in pairs.items() if is_euc_jp(pair)}
+    singles = [*range(0x80), *(range(0xA1, 0xE0) if codec == "cp932" else ())]  # (Shift-JIS: half-width kana)
+    text = {}
+    for code in [*singles, *range(0x8140, 0xFF00)]:
+        try:
+            text[code] = code.to_bytes(1 if code < 0x100 else 2, "big").decode(codec)
+        except UnicodeDecodeError:
+            pass
+    ranges = ((1, 0, 0x7F), (2, 0x8140, 0xFEFE)) + (((1, 0xA1, 0xDF),) if codec == "cp932" else ())
+    return ranges, text
+
+
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
     get = pdf.get
@@ -4777,6 +4834,15 @@ def load_font(pdf, font):
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
         default = float(get(descendant.get("DW", 1000))) / 1000
+        legacy = legacy_cmap(encoding) if isinstance(encoding, str) else None
+        system = get(descendant.get("CIDSystemInfo"))
+        if legacy:  # the codes are text: a 1-byte code is a half-width glyph
+            ranges, text = legacy[0], {**legacy[1], **text}
+            widths = {code: 0.5 for code in legacy[1] if code < 0x100}
+        elif isinstance(system, dict) and get(system.get("Ordering")) in (b"Japan1", "Japan1"):  # (a string)
+            japan1 = japan1_text()  # the CIDs are Adobe-Japan1's
+            mapped = {code: japan1[cid] for code, cid in cids.items() if cid in japan1} if cids else japan1
+            text = {**mapped, **text}
     else:
         vertical = False
         ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
@@ -5198,8 +5264,9 @@ def place_pieces(state, pieces, spans):
         size = state.size
         height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
         u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
-        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + ("down",) * state.font.vertical
-                  for s, t, texts in pieces]  # (a span of vertical writing says so: see one_direction)
+        down = state.font.vertical or -y > abs(x)  # vertical writing, or text turned to run down the page
+        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + ("down",) * down
+                  for s, t, texts in pieces]  # (a span that runs down says so: see one_direction)
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
 

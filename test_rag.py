@@ -3974,6 +3974,45 @@ class PdfFontsTest(unittest.TestCase):
                 objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding %s/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>" % encoding
                 self.assertEqual(text_of(objects), (["東京都\n\n勤 務時間"], ""))
 
+    def test_cjk_fonts_without_a_unicode_map_are_read_by_their_character_collection_or_named_cmap(self):
+        """pLaTeX names Japanese fonts it does not embed (Ryumin-Light, Identity-V, no ToUnicode): the codes
+        are glyph numbers (CIDs) of Adobe-Japan1, which follows JIS X 0208 (CID 1125 is 亜, 1126 唖, 843 あ,
+        34 A; 7888 the 。 of vertical writing). Older producers name a CMap whose codes are text in a national
+        encoding: Shift-JIS, UCS-2, GBK, EUC-KR, with ASCII in one byte. A ToUnicode map, where there is one,
+        still wins."""
+        japan1 = b"<</Type/Font/Subtype/CIDFontType0/BaseFont/Ryumin-Light/DW 1000" \
+                 b"/CIDSystemInfo<</Registry(Adobe)/Ordering(Japan1)/Supplement 2>>>>"
+        hexed = lambda text, codec: b"<%s>" % text.encode(codec).hex().encode()
+        cases = [(b"/Identity-H", b"<0465046600220466034B>", "亜唖A唖あ"),
+                 (b"/Identity-V", b"<046504661ED0>", "亜唖。"),
+                 (b"/90ms-RKSJ-H", hexed("Tokyo 東京ｱ", "cp932"), "Tokyo 東京ｱ"),
+                 (b"/UniJIS-UCS2-H", hexed("東京", "utf-16-be"), "東京"),
+                 (b"/GBK-EUC-H", hexed("北京 2024", "gbk"), "北京 2024"),
+                 (b"/KSC-EUC-H", hexed("서울", "euc_kr"), "서울")]
+        for encoding, shown, expected in cases:
+            with self.subTest(encoding=encoding):
+                objects = one_page(b"BT /F1 10 Tf 300 700 Td %s Tj ET" % shown, extra=[japan1])
+                objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding%s/DescendantFonts[6 0 R]>>" % encoding
+                self.assertEqual(text_of(objects), ([expected], ""))
+        to_unicode = stream(b"", b"begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange "
+                                 b"1 beginbfchar <0465> <0058> endbfchar endcmap")
+        objects = one_page(b"BT /F1 10 Tf 300 700 Td <04650466> Tj ET", extra=[japan1, to_unicode])
+        objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]/ToUnicode 7 0 R>>"
+        self.assertEqual(text_of(objects), (["X唖"], ""))
+
+    def test_latin_turned_to_run_down_a_column_joins_it(self):
+        """In vertical writing, pLaTeX sets a Latin word or number on its side: a horizontal font whose text
+        matrix is turned a quarter clockwise, so it runs down the column. It reads in its place, not as a
+        line of a page turned the other way."""
+        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 3 beginbfchar "
+                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都")) + " endbfchar endcmap").encode()
+        content = (b"BT /F2 10 Tf 500 700 Td <00010002> Tj ET BT /F1 10 Tf 0 -1 1 0 497 680 Tm (2024) Tj ET "
+                   b"BT /F2 10 Tf 500 656 Td <0003> Tj ET BT /F2 10 Tf 480 700 Td <00030001> Tj ET")
+        objects = one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
+            b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-V/DescendantFonts[7 0 R]/ToUnicode 8 0 R>>",
+            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>", stream(b"", cmap)])
+        self.assertEqual(text_of(objects), (["東京2024都\n\n都東"], ""))
+
     def test_font_without_any_mapping_warns_once_and_leaves_no_mojibake(self):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf <00050006> Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
                            extra=[b"<</Type/Font/Subtype/Type0/BaseFont/Secret/Encoding/Identity-H/DescendantFonts[7 0 R]>>",
