@@ -5443,13 +5443,25 @@ def one_direction(spans):
     (tate-chu-yoko, "12" in 12月) joins its column. (A horizontal span runs along x, its line down the page;
     a vertical one along its column, down the page, and its column leftwards.) On other pages, vertical
     spans keep their own frame: each column is still read top to bottom, in drawing order."""
-    down = sum(len(span[4]) for span in spans if len(span) == 6)
+    down = sum(len(span[4]) for span in spans if len(span) == 6) + stacked_glyphs(spans)
     if not down:
         return spans
     if 2 * down < sum(len(span[4]) for span in spans):
         return [span[:5] for span in spans]
     return [span[:5] if len(span) == 6 else  # a cell an em tall: 0.88 of it above the baseline (as DW2 says)
             (span[2] - 0.88 * span[3], span[2] + 0.12 * span[3], -(span[0] + span[1]) / 2, span[3], span[4]) for span in spans]
+
+
+def stacked_glyphs(spans):
+    """Return how many more glyphs an em wide (CJK), drawn one by one across, stand an em above the next
+    (the next glyph of a column) than an em left of it (of a line). LibreOffice and LuaLaTeX draw each
+    glyph of vertical writing on its own with a horizontal font: only where they stand tells the way."""
+    glyphs = [span for span in spans if len(span) == 5 and len(span[4]) == 1 and span[1] - span[0] > 0.8 * span[3]]
+    def pairs(along, across):  # glyphs followed along one axis, an em on, by one at the same place across
+        ordered = sorted(glyphs, key=lambda span: (round(span[across]), span[along]))
+        return sum(abs(b[across] - a[across]) < 0.25 * a[3] and 0.8 * a[3] <= b[along] - a[along] <= 1.25 * a[3]
+                   for a, b in zip(ordered, ordered[1:]))
+    return max(0, pairs(2, 0) - pairs(0, 2))
 
 
 def read_columns(segments):

@@ -4000,6 +4000,22 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]/ToUnicode 7 0 R>>"
         self.assertEqual(text_of(objects), (["X唖"], ""))
 
+    def test_glyphs_drawn_one_by_one_read_as_the_columns_or_lines_they_stand_in(self):
+        """LibreOffice and LuaLaTeX draw each glyph of vertical writing on its own, with a horizontal font:
+        glyphs an em apart down the page, columns right to left. Drawn the same way a line at a time, the
+        glyphs stand an em apart across: lines. (Read as drawn, each vertical glyph was a line of its own.)"""
+        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 7 beginbfchar "
+                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都勤務時間")) + " endbfchar endcmap").encode()
+        def page(places):
+            content = b" ".join(b"BT /F1 10 Tf %d %d Td <%04X> Tj ET" % (x, y, code) for code, (x, y) in enumerate(places, 1))
+            objects = one_page(content, extra=[stream(b"", cmap), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>"])
+            objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[7 0 R]/ToUnicode 6 0 R>>"
+            return text_of(objects)
+        down = [(500, 700), (500, 690), (500, 680), (480, 700), (480, 690), (480, 680), (480, 670)]
+        self.assertEqual(page(down), (["東京都\n\n勤務時間"], ""))
+        across = [(100, 700), (110, 700), (120, 700), (100, 688), (110, 688), (120, 688), (130, 688)]
+        self.assertEqual(page(across), (["東京都\n勤務時間"], ""))
+
     def test_latin_turned_to_run_down_a_column_joins_it(self):
         """In vertical writing, pLaTeX sets a Latin word or number on its side: a horizontal font whose text
         matrix is turned a quarter clockwise, so it runs down the column. It reads in its place, not as a
