@@ -4766,15 +4766,17 @@ JAPAN1_VERTICAL = "、。￣＿ー―‐〜‖｜…‥（）〔〕［］｛｝�
 def japan1_text():
     """Return CID -> text of Adobe-Japan1, the glyph numbering of Japanese fonts: 1-95 JIS-Roman (ASCII
     with a yen sign), 231-325 the same half width, 327-389 half-width katakana, 633-7477 JIS X 0208 row by
-    row (rows 1-7 and 16-84, empty cells skipped: its order), 7887-7939 the upright forms of vertical
-    writing (checked against Adobe's CMaps H and V)."""
+    row (rows 1-7 and 16-84, empty cells skipped: its order), 7555-7584 ①-⑳ and Ⅰ-Ⅹ, 7887-7939 the
+    upright forms of vertical writing (checked against Adobe's CMaps H, V and 90ms-RKSJ-H). Glyphs added
+    later (kanji beyond JIS X 0208, as 髙 and 﨑) are not in it."""
     roman = {c: chr(c + 31) for c in range(1, 96)}
     roman.update({61: "¥", 95: "‾"})
     text = {**roman, **{c + 230: t for c, t in roman.items()}, **{c: chr(c + 0xFF61 - 327) for c in range(327, 390)}}
     cells = (bytes([row + 0xA0, cell + 0xA0]) for row in (*range(1, 8), *range(16, 85)) for cell in range(1, 95))
     for cid, pair in enumerate((pair for pair in cells if pair < b"\xf4\xa5" and is_euc_jp(pair)), 633):
         text[cid] = pair.decode("euc_jp")
-    return {**text, **dict(enumerate(JAPAN1_VERTICAL, 7887))}
+    circled = b"".join(code.to_bytes(2, "big") for code in range(0x8740, 0x875E)).decode("cp932")  # ①-⑳, Ⅰ-Ⅹ
+    return {**text, **dict(enumerate(circled, 7555)), **dict(enumerate(JAPAN1_VERTICAL, 7887))}
 
 
 def is_euc_jp(pair):

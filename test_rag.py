@@ -3977,13 +3977,13 @@ class PdfFontsTest(unittest.TestCase):
     def test_cjk_fonts_without_a_unicode_map_are_read_by_their_character_collection_or_named_cmap(self):
         """pLaTeX names Japanese fonts it does not embed (Ryumin-Light, Identity-V, no ToUnicode): the codes
         are glyph numbers (CIDs) of Adobe-Japan1, which follows JIS X 0208 (CID 1125 is 亜, 1126 唖, 843 あ,
-        34 A; 7888 the 。 of vertical writing). Older producers name a CMap whose codes are text in a national
-        encoding: Shift-JIS, UCS-2, GBK, EUC-KR, with ASCII in one byte. A ToUnicode map, where there is one,
-        still wins."""
+        34 A, 7555 ①; 7888 the 。 of vertical writing). Older producers name a CMap whose codes are text in
+        a national encoding: Shift-JIS, UCS-2, GBK, EUC-KR, with ASCII in one byte. A ToUnicode map, where
+        there is one, still wins."""
         japan1 = b"<</Type/Font/Subtype/CIDFontType0/BaseFont/Ryumin-Light/DW 1000" \
                  b"/CIDSystemInfo<</Registry(Adobe)/Ordering(Japan1)/Supplement 2>>>>"
         hexed = lambda text, codec: b"<%s>" % text.encode(codec).hex().encode()
-        cases = [(b"/Identity-H", b"<0465046600220466034B>", "亜唖A唖あ"),
+        cases = [(b"/Identity-H", b"<0465046600220466034B1D83>", "亜唖A唖あ①"),
                  (b"/Identity-V", b"<046504661ED0>", "亜唖。"),
                  (b"/90ms-RKSJ-H", hexed("Tokyo 東京ｱ", "cp932"), "Tokyo 東京ｱ"),
                  (b"/UniJIS-UCS2-H", hexed("東京", "utf-16-be"), "東京"),
