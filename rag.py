@@ -4077,6 +4077,7 @@ class Font:
     widths: dict        # code -> advance in text space (1.0 = the font size)
     default_width: float
     vertical: bool = False  # written down the page, a glyph an em below the one before (Japanese tategaki)
+    codec: str = ""     # the codes are text in this encoding (a CMap named, as 90ms-RKSJ-H: Shift-JIS)
     shown: dict = field(default_factory=dict)  # cache: string -> show_codes()'s answer (the last strings)
     unmapped: list = field(default_factory=lambda: [0, 0])  # codes without text, and all, of the strings shown
 
@@ -4786,38 +4787,40 @@ def is_euc_jp(pair):
         return False
 
 
-@lru_cache(maxsize=None)
-def legacy_cmap(name):
-    """Return (codespace ranges, code -> text) of a CMap named, not embedded, whose codes are text in a
-    national encoding (ISO 32000-1 Table 118); None for one whose codes are only CIDs (Identity)."""
+NAMED_CMAP_CODECS = {"EUC": "euc_jp", "GB-EUC": "gb2312", "GBpc-EUC": "gb2312", "GBK-EUC": "gbk",
+                     "GBKp-EUC": "gbk", "GBK2K": "gb18030", "B5pc": "big5", "ETen-B5": "cp950", "ETenms-B5": "cp950",
+                     "HKscs-B5": "big5hkscs", "KSC-EUC": "euc_kr", "KSCpc-EUC": "euc_kr", "KSCms-UHC": "cp949",
+                     "KSCms-UHC-HW": "cp949"}  # (and the RKSJ ones: Shift-JIS, cp932; the Uni ones: UTF-16)
+
+
+def named_cmap(name):
+    """Return (codespace ranges, codec) of a CMap named, not embedded, whose codes are text in a national
+    encoding (ISO 32000-1 Table 118), or None: Identity-H, whose codes are CIDs, and names not known.
+
+    Example: named_cmap("90ms-RKSJ-V") -> (((1, 0, 0x80), (1, 0xA0, 0xDF), (2, 0x8140, 0xFEFE)), "cp932")
+    """
     stem = re.sub(r"-?[HV]$", "", name)  # 90ms-RKSJ-H and -V code alike
     if stem.startswith("Uni") and re.search(r"-(UCS2|UTF16)", stem):  # UniJIS-UCS2-H, UniGB-UTF16-V: UTF-16
-        codes = [*range(0xD800), *range(0xE000, 0x10000)]
-        return ((2, 0, 0xFFFF),), {code: chr(code) for code in codes}
-    codec = {"": "euc_jp", "EUC": "euc_jp", "GB-EUC": "gb2312", "GBpc-EUC": "gb2312", "GBK-EUC": "gbk",
-             "GBKp-EUC": "gbk", "B5pc": "big5", "ETen-B5": "cp950", "ETenms-B5": "cp950", "HKscs-B5": "big5hkscs",
-             "KSC-EUC": "euc_kr", "KSCpc-EUC": "euc_kr", "KSCms-UHC": "cp949", "KSCms-UHC-HW": "cp949"}.get(
-        "RKSJ" if stem.endswith("RKSJ") else stem, "cp932" if stem.endswith("RKSJ") else None)
-    if codec is None:
-        return None
-    if stem == "":  # H and V: JIS X 0208 as two 7-bit bytes, which are EUC-JP's less 128 each
-        pairs = {row << 8 | cell: bytes([row | 0x80, cell | 0x80]) for row in range(0x21, 0x7F) for cell in range(0x21, 0x7F)}
-        return ((2, 0x2121, 0x7E7E),), {code: pair.decode(codec) for code, pair in pairs.items() if is_euc_jp(pair)}
-    singles = [*range(0x80), *(range(0xA1, 0xE0) if codec == "cp932" else ())]  # (Shift-JIS: half-width kana)
-    text = {}
-    for code in [*singles, *range(0x8140, 0xFF00)]:
-        try:
-            text[code] = code.to_bytes(1 if code < 0x100 else 2, "big").decode(codec)
-        except UnicodeDecodeError:
-            pass
-    ranges = ((1, 0, 0x7F), (2, 0x8140, 0xFEFE)) + (((1, 0xA1, 0xDF),) if codec == "cp932" else ())
-    return ranges, text
+        return ((2, 0, 0xD7FF), (2, 0xE000, 0xFFFF), (4, 0xD800DC00, 0xDBFFDFFF)), "utf-16-be"
+    codec = "cp932" if stem.endswith("RKSJ") else NAMED_CMAP_CODECS.get(stem)
+    if stem == "":  # H and V: JIS X 0208 as two 7-bit bytes, EUC-JP's less 128 each (see code_text)
+        return ((2, 0x2121, 0x7E7E),), "jis"
+    singles = ((1, 0, 0x80),) + (((1, 0xA0, 0xDF),) if codec == "cp932" else ())  # (Shift-JIS: half-width kana)
+    wide = ((4, 0x81308130, 0xFE39FE39),) if codec == "gb18030" else ()
+    return (singles + ((2, 0x8140, 0xFEFE),) + wide, codec) if codec else None
+
+
+def code_text(codec, string):
+    """Return the text of a string shown in a font whose codes are text in this codec (named_cmap)."""
+    if codec == "jis":
+        codec, string = "euc_jp", bytes(byte | 0x80 for byte in string)
+    return string.decode(codec, "replace").replace("\ufffd", NO_TEXT)
 
 
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
     get = pdf.get
-    kind, to_unicode = get(font.get("Subtype")), get(font.get("ToUnicode"))
+    kind, to_unicode, codec = get(font.get("Subtype")), get(font.get("ToUnicode")), ""
     ranges, text = parse_cmap(pdf, pdf.decode(to_unicode)) if isinstance(to_unicode, Stream) else ((), {})
     text = {code: t for code, t in text.items() if isinstance(t, str)}
     if kind == "Type0":
@@ -4835,15 +4838,15 @@ def load_font(pdf, font):
         if cids:
             widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
         default = float(get(descendant.get("DW", 1000))) / 1000
-        legacy = legacy_cmap(encoding) if isinstance(encoding, str) else None
+        named = named_cmap(encoding) if isinstance(encoding, str) else None
         system = get(descendant.get("CIDSystemInfo"))
-        if legacy:  # the codes are text: a 1-byte code is a half-width glyph
-            ranges, text = legacy[0], {**legacy[1], **text}
-            widths = {code: 0.5 for code in legacy[1] if code < 0x100}
-        elif isinstance(system, dict) and get(system.get("Ordering")) in (b"Japan1", "Japan1"):  # (a string)
-            japan1 = japan1_text()  # the CIDs are Adobe-Japan1's
-            mapped = {code: japan1[cid] for code, cid in cids.items() if cid in japan1} if cids else japan1
-            text = {**mapped, **text}
+        ordering = get(system.get("Ordering")) if isinstance(system, dict) else None  # (a string)
+        if named:  # codes of a national encoding: with no ToUnicode map, they are read as such text
+            ranges, codec = named[0], "" if text else named[1]
+            widths = dict.fromkeys(range(256), 0.5) if ranges[0][0] == 1 else {}  # a 1-byte code: half width
+        elif not text and ordering in (b"Japan1", "Japan1") and (cids or encoding in (None, "Identity-H", "Identity-V")):
+            japan1 = japan1_text()  # the codes are CIDs of Adobe-Japan1, or map to them
+            text = {code: japan1[cid] for code, cid in cids.items() if cid in japan1} if cids else japan1
     else:
         vertical = False
         ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
@@ -4858,7 +4861,7 @@ def load_font(pdf, font):
         text = {**simple_encoding(pdf, font, kind, descriptor, bool(text)), **text}
     sizes = {r[0] for r in ranges}
     return Font(str(get(font.get("BaseFont"))), sizes.pop() if len(sizes) == 1 else 0,
-                tuple(sorted(ranges)), text, widths, default, vertical)
+                tuple(sorted(ranges)), text, widths, default, vertical, codec)
 
 
 def cid_widths(pdf, w):
@@ -5076,8 +5079,8 @@ def show_codes(font, string):
             codes.append(int.from_bytes(string[i:i + size], "big"))
             i += size
     text, widths, default = font.text, font.widths, font.default_width  # NO_TEXT: a code without text
-    known = ("".join([text.get(c, NO_TEXT) for c in codes]), sum([widths.get(c, default) for c in codes]),
-             len(codes), string.count(32) if font.code_bytes == 1 else 0)
+    known = (code_text(font.codec, string) if font.codec else "".join([text.get(c, NO_TEXT) for c in codes]),
+             sum([widths.get(c, default) for c in codes]), len(codes), string.count(32) if font.code_bytes == 1 else 0)
     if len(font.shown) >= PDF_SHOWN_KEPT:  # a long document shows ever new strings: keep the recent ones
         font.shown.clear()
     font.shown[string] = known
@@ -5265,9 +5268,9 @@ def place_pieces(state, pieces, spans):
         size = state.size
         height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
         u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
-        down = state.font.vertical or -y > abs(x)  # vertical writing, or text turned to run down the page
-        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + ("down",) * down
-                  for s, t, texts in pieces]  # (a span that runs down says so: see one_direction)
+        down = ("down",) if state.font.vertical else ("turned",) if -y > abs(x) else ()  # text that runs down
+        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + down
+                  for s, t, texts in pieces]  # (it says so, as vertical writing or turned: see one_direction)
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
 
@@ -5439,14 +5442,13 @@ def page_layout(spans):
 
 
 def one_direction(spans):
-    """Return the spans of a page placed one way. On a page mostly of vertical writing, a horizontal span is
-    placed as a cell of a column, by where it is on the page: a number set across inside a column
-    (tate-chu-yoko, "12" in 12月) joins its column. (A horizontal span runs along x, its line down the page;
-    a vertical one along its column, down the page, and its column leftwards.) On other pages, vertical
-    spans keep their own frame: each column is still read top to bottom, in drawing order."""
-    down = sum(len(span[4]) for span in spans if len(span) == 6) + stacked_glyphs(spans)
-    if not down:
-        return spans
+    """Return the spans of a page placed one way. On a page mostly of vertical writing (a vertical font's,
+    or glyphs stacked in columns), a horizontal span is placed as a cell of a column, by where it is on the
+    page: a number set across inside a column (tate-chu-yoko, "12" in 12月) joins its column; Latin turned
+    to run down the column (pLaTeX's) is already in its frame. (A horizontal span runs along x, its line
+    down the page; a vertical one along its column, down the page, and its column leftwards.) On other
+    pages, spans that run down keep their own frame: each column is read top to bottom, in drawing order."""
+    down = sum(len(span[4]) for span in spans if span[5:] == ("down",)) + stacked_glyphs(spans)
     if 2 * down < sum(len(span[4]) for span in spans):
         return [span[:5] for span in spans]
     return [span[:5] if len(span) == 6 else  # a cell an em tall: 0.88 of it above the baseline (as DW2 says)
@@ -5454,15 +5456,16 @@ def one_direction(spans):
 
 
 def stacked_glyphs(spans):
-    """Return how many more glyphs an em wide (CJK), drawn one by one across, stand an em above the next
-    (the next glyph of a column) than an em left of it (of a line). LibreOffice and LuaLaTeX draw each
-    glyph of vertical writing on its own with a horizontal font: only where they stand tells the way."""
+    """Return how many more glyphs an em wide (CJK), each drawn on its own across, stand an em above the
+    one drawn next (as in a column) than an em left of it (as in a line). LibreOffice and LuaLaTeX draw
+    vertical writing so, with a horizontal font: only where the glyphs stand tells the way. (In drawing
+    order, a table of one-glyph cells, drawn a row at a time, stays a table.)"""
     glyphs = [span for span in spans if len(span) == 5 and len(span[4]) == 1 and span[1] - span[0] > 0.8 * span[3]]
-    def pairs(along, across):  # glyphs followed along one axis, an em on, by one at the same place across
-        ordered = sorted(glyphs, key=lambda span: (round(span[across]), span[along]))
-        return sum(abs(b[across] - a[across]) < 0.25 * a[3] and 0.8 * a[3] <= b[along] - a[along] <= 1.25 * a[3]
-                   for a, b in zip(ordered, ordered[1:]))
-    return max(0, pairs(2, 0) - pairs(0, 2))
+    count = 0
+    for a, b in zip(glyphs, glyphs[1:]):
+        step = lambda along, across: abs(b[across] - a[across]) < 0.25 * a[3] and 0.8 <= (b[along] - a[along]) / a[3] <= 1.25
+        count += step(2, 0) - step(0, 2)  # (a span's place: start and end along its line, then the line's)
+    return max(0, count)
 
 
 def read_columns(segments):

@@ -3985,8 +3985,8 @@ class PdfFontsTest(unittest.TestCase):
         """pLaTeX names Japanese fonts it does not embed (Ryumin-Light, Identity-V, no ToUnicode): the codes
         are glyph numbers (CIDs) of Adobe-Japan1, which follows JIS X 0208 (CID 1125 is 亜, 1126 唖, 843 あ,
         34 A, 7555 ①; 7888 the 。 of vertical writing). Older producers name a CMap whose codes are text in
-        a national encoding: Shift-JIS, UCS-2, GBK, EUC-KR, with ASCII in one byte. A ToUnicode map, where
-        there is one, still wins."""
+        a national encoding: Shift-JIS, UTF-16, GBK, EUC-KR, with ASCII in one byte. A ToUnicode map, where
+        there is one, is the font's text (ISO 32000-1 9.10.2)."""
         japan1 = b"<</Type/Font/Subtype/CIDFontType0/BaseFont/Ryumin-Light/DW 1000" \
                  b"/CIDSystemInfo<</Registry(Adobe)/Ordering(Japan1)/Supplement 2>>>>"
         hexed = lambda text, codec: b"<%s>" % text.encode(codec).hex().encode()
@@ -3994,6 +3994,7 @@ class PdfFontsTest(unittest.TestCase):
                  (b"/Identity-V", b"<046504661ED0>", "亜唖。"),
                  (b"/90ms-RKSJ-H", hexed("Tokyo 東京ｱ", "cp932"), "Tokyo 東京ｱ"),
                  (b"/UniJIS-UCS2-H", hexed("東京", "utf-16-be"), "東京"),
+                 (b"/UniJIS-UTF16-V", hexed("𠮷野家", "utf-16-be"), "𠮷野家"),  # 𠮷: 4 bytes, a surrogate pair
                  (b"/GBK-EUC-H", hexed("北京 2024", "gbk"), "北京 2024"),
                  (b"/KSC-EUC-H", hexed("서울", "euc_kr"), "서울")]
         for encoding, shown, expected in cases:
@@ -4005,12 +4006,17 @@ class PdfFontsTest(unittest.TestCase):
                                  b"1 beginbfchar <0465> <0058> endbfchar endcmap")
         objects = one_page(b"BT /F1 10 Tf 300 700 Td <04650466> Tj ET", extra=[japan1, to_unicode])
         objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]/ToUnicode 7 0 R>>"
-        self.assertEqual(text_of(objects), (["X唖"], ""))
+        self.assertEqual(text_of(objects), (["X"], ""))
+        objects = one_page(b"BT /F1 10 Tf 300 700 Td %s Tj ET" % hexed("東京", "utf-32-be"), extra=[japan1])
+        objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/UniJIS-UTF32-H/DescendantFonts[6 0 R]>>"
+        with self.assertRaisesRegex(rag.RagError, "no Unicode map"):  # a CMap not known: no text, not CIDs misread
+            text_of(objects)
 
     def test_glyphs_drawn_one_by_one_read_as_the_columns_or_lines_they_stand_in(self):
         """LibreOffice and LuaLaTeX draw each glyph of vertical writing on its own, with a horizontal font:
         glyphs an em apart down the page, columns right to left. Drawn the same way a line at a time, the
-        glyphs stand an em apart across: lines. (Read as drawn, each vertical glyph was a line of its own.)"""
+        glyphs stand an em apart across: lines; a table of one-glyph cells drawn a row at a time stays rows.
+        (Read as drawn, each vertical glyph was a line of its own.)"""
         cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 7 beginbfchar "
                 + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都勤務時間")) + " endbfchar endcmap").encode()
         def page(places):
@@ -4022,6 +4028,8 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual(page(down), (["東京都\n\n勤務時間"], ""))
         across = [(100, 700), (110, 700), (120, 700), (100, 688), (110, 688), (120, 688), (130, 688)]
         self.assertEqual(page(across), (["東京都\n勤務時間"], ""))
+        table = [(100, 700), (125, 700), (150, 700), (100, 688), (125, 688), (150, 688)]  # cells, drawn row by row
+        self.assertEqual(page(table), (["東 京 都\n勤 務 時"], ""))  # (its glyphs also stand an em above others)
 
     def test_latin_turned_to_run_down_a_column_joins_it(self):
         """In vertical writing, pLaTeX sets a Latin word or number on its side: a horizontal font whose text
