@@ -2908,9 +2908,9 @@ def prompt_for(index, question, found, mode, config, earlier=()):
     if not found:
         return Answer(question, mode, found, text=REFUSAL, warnings=(NOT_ASKED,))
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
-    room = config.context - ANSWER_TOKENS - used
-    focused = focus(index, found, make_query(question, [asked for asked, _ in earlier]), config.k, room)
-    hits = fit_hits(focused, used, config.context - ANSWER_TOKENS)
+    budget = config.context - ANSWER_TOKENS
+    focused = focus(index, found, make_query(question, [asked for asked, _ in earlier]), config.k, budget - used)
+    hits = fit_hits(focused, used, budget)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
@@ -4807,9 +4807,9 @@ def named_cmap(name):
     stem = re.sub(r"-?[HV]$", "", name)  # 90ms-RKSJ-H and -V code alike
     if stem.startswith("Uni") and re.search(r"-(UCS2|UTF16)", stem):  # UniJIS-UCS2-H, UniGB-UTF16-V: UTF-16
         return ((2, 0, 0xD7FF), (2, 0xE000, 0xFFFF), (4, 0xD800DC00, 0xDBFFDFFF)), "utf-16-be"
-    codec = "cp932" if stem.endswith("RKSJ") else NAMED_CMAP_CODECS.get(stem)
     if stem == "":  # H and V: JIS X 0208 as two 7-bit bytes, EUC-JP's less 128 each (see code_text)
         return ((2, 0x2121, 0x7E7E),), "jis"
+    codec = "cp932" if stem.endswith("RKSJ") else NAMED_CMAP_CODECS.get(stem)
     singles = ((1, 0, 0x80),) + (((1, 0xA0, 0xDF),) if codec == "cp932" else ())  # (Shift-JIS: half-width kana)
     wide = ((4, 0x81308130, 0xFE39FE39),) if codec == "gb18030" else ()
     return (singles + ((2, 0x8140, 0xFEFE),) + wide, codec) if codec else None
@@ -5466,11 +5466,9 @@ def stacked_glyphs(spans):
     vertical writing so, with a horizontal font: only where the glyphs stand tells the way. (In drawing
     order, a table of one-glyph cells, drawn a row at a time, stays a table.)"""
     glyphs = [span for span in spans if len(span) == 5 and len(span[4]) == 1 and span[1] - span[0] > 0.8 * span[3]]
-    count = 0
-    for a, b in zip(glyphs, glyphs[1:]):
-        step = lambda along, across: abs(b[across] - a[across]) < 0.25 * a[3] and 0.8 <= (b[along] - a[along]) / a[3] <= 1.25
-        count += step(2, 0) - step(0, 2)  # (a span's place: start and end along its line, then the line's)
-    return max(0, count)
+    def em_on(a, b, along, across):  # b an em on from a along one axis (0: along its line, 2: the line's place)
+        return abs(b[across] - a[across]) < 0.25 * a[3] and 0.8 <= (b[along] - a[along]) / a[3] <= 1.25
+    return max(0, sum(em_on(a, b, 2, 0) - em_on(a, b, 0, 2) for a, b in zip(glyphs, glyphs[1:])))
 
 
 def read_columns(segments):

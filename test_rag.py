@@ -3520,6 +3520,19 @@ def one_page(content, fonts=b"/F1 4 0 R", extra=(), info=b""):
             COURIER, stream(b"", content), *extra]
 
 
+def unicode_map(chars):
+    """Return a ToUnicode map giving codes 1, 2, ... the characters in turn."""
+    return ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange %d beginbfchar " % len(chars)
+            + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate(chars)) + " endbfchar endcmap").encode()
+
+
+def column_page(content, chars="東京都"):
+    """Return the objects of a page whose F1 is Courier and F2 a vertical font (Identity-V) of chars."""
+    return one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
+        b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-V/DescendantFonts[7 0 R]/ToUnicode 8 0 R>>",
+        b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>", stream(b"", unicode_map(chars))])
+
+
 def text_of(objects, **kw):
     """Return the text of every page of the PDF written from objects, and what was warned."""
     return quiet_pages(write_pdf(objects, **kw))
@@ -3930,14 +3943,9 @@ class PdfFontsTest(unittest.TestCase):
         """Tate-chu-yoko: in 東京 12 都, the 12 is set horizontally (Courier, 12 pt wide) in the cell below
         京, centred on the column, on the cell's baseline (0.88 em down). Horizontal and vertical spans are
         laid out two ways: the 12 would be a line, and a paragraph, of its own."""
-        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 3 beginbfchar "
-                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都")) + " endbfchar endcmap").encode()
         content = (b"BT /F2 10 Tf 500 700 Td <00010002> Tj ET BT /F1 10 Tf 494 671.2 Td (12) Tj ET "
                    b"BT /F2 10 Tf 500 670 Td <0003> Tj ET BT /F2 10 Tf 480 700 Td <00030001> Tj ET")
-        objects = one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
-            b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-V/DescendantFonts[7 0 R]/ToUnicode 8 0 R>>",
-            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>", stream(b"", cmap)])
-        self.assertEqual(text_of(objects), (["東京12都\n\n都東"], ""))
+        self.assertEqual(text_of(column_page(content)), (["東京12都\n\n都東"], ""))
 
     def test_a_compact_type1_font_is_read_by_its_own_encoding_and_glyph_names(self):
         """A CFF font program (FontFile3, Type1C) with no /Encoding and no ToUnicode, as Ghostscript and
@@ -3979,8 +3987,7 @@ class PdfFontsTest(unittest.TestCase):
         """Japanese set vertically (tategaki): a font with /Encoding /Identity-V, or a CMap of its own with
         /WMode 1, draws each glyph an em below the one before; columns follow leftwards. Read as lines
         across, each glyph would be a line of its own, or the columns would come left to right."""
-        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 7 beginbfchar "
-                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都勤務時間")) + " endbfchar endcmap").encode()
+        cmap = unicode_map("東京都勤務時間")
         own = stream(b"", b"begincmap /CMapName /My-V def /WMode 1 def 1 begincodespacerange <0000> <FFFF> endcodespacerange "
                           b"1 begincidrange <0000> <FFFF> 0 endcidrange endcmap")
         # the right column, then 20 pt to the left the next, whose TJ moves its second glyph an em further down
@@ -4029,8 +4036,7 @@ class PdfFontsTest(unittest.TestCase):
         glyphs an em apart down the page, columns right to left. Drawn the same way a line at a time, the
         glyphs stand an em apart across: lines; a table of one-glyph cells drawn a row at a time stays rows.
         (Read as drawn, each vertical glyph was a line of its own.)"""
-        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 7 beginbfchar "
-                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都勤務時間")) + " endbfchar endcmap").encode()
+        cmap = unicode_map("東京都勤務時間")
         def page(places):
             content = b" ".join(b"BT /F1 10 Tf %d %d Td <%04X> Tj ET" % (x, y, code) for code, (x, y) in enumerate(places, 1))
             objects = one_page(content, extra=[stream(b"", cmap), b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>"])
@@ -4047,14 +4053,9 @@ class PdfFontsTest(unittest.TestCase):
         """In vertical writing, pLaTeX sets a Latin word or number on its side: a horizontal font whose text
         matrix is turned a quarter clockwise, so it runs down the column. It reads in its place, not as a
         line of a page turned the other way."""
-        cmap = ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 3 beginbfchar "
-                + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate("東京都")) + " endbfchar endcmap").encode()
         content = (b"BT /F2 10 Tf 500 700 Td <00010002> Tj ET BT /F1 10 Tf 0 -1 1 0 497 680 Tm (2024) Tj ET "
                    b"BT /F2 10 Tf 500 656 Td <0003> Tj ET BT /F2 10 Tf 480 700 Td <00030001> Tj ET")
-        objects = one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
-            b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-V/DescendantFonts[7 0 R]/ToUnicode 8 0 R>>",
-            b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000>>", stream(b"", cmap)])
-        self.assertEqual(text_of(objects), (["東京2024都\n\n都東"], ""))
+        self.assertEqual(text_of(column_page(content)), (["東京2024都\n\n都東"], ""))
 
     def test_font_without_any_mapping_warns_once_and_leaves_no_mojibake(self):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf <00050006> Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
