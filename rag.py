@@ -91,10 +91,12 @@ BM25_K3 = 8.0          # query-term saturation: a word a long question repeats n
 LONG_QUESTION = 20     # tokens from which a question counts repeated words; a shorter one counts each once
                        # ("unnecessary for short queries": Manning, Raghavan & Schuetze 2008, section 11.4.3)
 TOP_K = 5              # hits shown or handed to the model
-FOCUS_SHARE = 0.7      # the model reads about this share of the k best chunks' characters: the best whole, of the
+FOCUS_SHARE = 0.85     # the model reads about this share of the k best chunks' characters: the best whole, of the
 FOCUS_DEPTH = 2        # others the sentences that share the question's words, from the k x this best hits (README)
 FOCUS_DECAY = 0.3      # a sentence of the hit ranked r (from 0) counts 1 / (1 + r x this) of its score
 FOCUS_MIN_CHARS = 1000 # passages this short are given whole: ~250 tokens, a few seconds' reading on a laptop
+RELEVANT_SHARE = 0.6   # a hit scored below this share of the best one's is not given: the answer is in the best
+                       # (JaQuAD: 357 of 1,000 questions have no hit above 0.6 of the best, all answered in the best)
 HISTORY_TURNS = 2      # a follow-up is searched with the words of this many questions before it, the one j
 HISTORY_WEIGHT = 0.5   # back at this weight ** j, times OWN_TOKENS / its own tokens when it has more: on 73
 OWN_TOKENS = 3         # follow-ups of 46 conversations, hit rate@5 0.75 -> 1.00, MRR 0.70 -> 0.93 (README)
@@ -2794,11 +2796,11 @@ def focus(index, hits, query, k, room=math.inf):
     most often there, in words the question may not share) where it fits the budget and the room left in
     the context (tokens), then of the others (of all, where it does not) the sentences that share
     the question's words, best first, each with the sentence before it (which "it" or "this" may need),
-    until FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS). A sentence counts its
-    tokens' idf, less in a lower hit; one already given (a repeated title) is not given again. Hits beyond
-    k and sentences of no shared word come last; a hit left with nothing is not given. Most of a chunk
-    does not hold the answer, and a laptop reads a prompt at tens of tokens a second (README, "Focus": a
-    quarter fewer characters, about the same share of answers in the prompt).
+    until FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS), or the room is
+    full. A sentence counts its tokens' idf, less in a lower hit; one already given (a repeated title)
+    is not given again. Hits beyond k and sentences of no shared word come last; a hit left with
+    nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a prompt at tens
+    of tokens a second (README, "Focus").
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
@@ -2815,6 +2817,7 @@ def focus(index, hits, query, k, room=math.inf):
     kept = [set(range(len(pieces))) if rank == 0 and whole else set() for rank, pieces in enumerate(parts)]
     given = {piece.strip() for piece in parts[0] if piece.strip()} if whole else set()
     used = len(hits[0].chunk.text) if whole else 0
+    spent = estimate_tokens(passage_block(1, hits[0])) if whole else 0  # tokens, against the room
     for _, rank, at in sorted(order):
         pieces = parts[rank]
         if pieces[at].strip() in given:
@@ -2822,11 +2825,13 @@ def focus(index, hits, query, k, room=math.inf):
         before = next((i for i in range(at - 1, -1, -1) if pieces[i].strip()), None)  # the sentence before, not a blank line
         wanted = [i for i in (before, at) if i is not None and i not in kept[rank] and pieces[i].strip() not in given]
         cost = sum(len(pieces[i]) for i in wanted)
-        if used and used + cost > budget:
+        tokens = sum(estimate_tokens(pieces[i]) for i in wanted) + (
+            0 if kept[rank] else estimate_tokens(passage_block(rank + 1, replace(hits[rank], given=CUT))))  # its label
+        if used and (used + cost > budget or spent + tokens > room):
             continue
         kept[rank].update(wanted)
         given.update(pieces[i].strip() for i in wanted)
-        used += cost
+        used, spent = used + cost, spent + tokens
     return [replace(hit, given=given_text(pieces, keep)) for hit, pieces, keep in zip(hits, parts, kept) if keep]
 
 
@@ -2904,13 +2909,17 @@ def prompt_for(index, question, found, mode, config, earlier=()):
     Only then is the model not asked. A gate on how much of the question the best passage matches
     (its BM25 score over the question's ideal score, at 0.25) refused 19 of 135 answerable questions as
     employees ask them ("my grandmother died": the handbook says "grandparent"), and no threshold told
-    them from the unanswerable ones. The model is told to refuse: a call costs less than a wrong refusal."""
+    them from the unanswerable ones. The model is told to refuse: a call costs less than a wrong refusal.
+    A score is a sure sign only against the best one's: a hit far below it is not given (RELEVANT_SHARE)."""
     if not found:
         return Answer(question, mode, found, text=REFUSAL, warnings=(NOT_ASKED,))
+    if found[0].score > 0 and not sub_queries(question):  # (a compound question's parts score on their own scales)
+        found = [hit for hit in found if hit.score >= RELEVANT_SHARE * found[0].score]
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
     budget = config.context - ANSWER_TOKENS
-    focused = focus(index, found, make_query(question, [asked for asked, _ in earlier]), config.k, budget - used)
-    hits = fit_hits(focused, used, budget)
+    query = make_query(question, [asked for asked, _ in earlier])
+    hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)
+    focused = focus(index, found, query, config.k)  # what a context without limit would be given
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "

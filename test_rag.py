@@ -2007,14 +2007,34 @@ class PromptTest(unittest.TestCase):
             passages.append(re.findall(r'<source id="\d">\nfile: (\S+)\n(.*?)\n</source>', given, re.S))
         self.assertEqual(passages[0][0], ("summary.txt", best))  # whole
         self.assertEqual(passages[0][1][0], "travel.txt")
-        self.assertIn(" […]  Rule 19: the allowance for the lights of room 19 is fixed. Employees abroad get a daily "
-                      "allowance. In Japan it is EUR 70 a day. […]", passages[0][1][1])  # the best sentences first
+        self.assertIn("Rule 19: the allowance for the lights of room 19 is fixed. Employees abroad get a daily "
+                      "allowance. In Japan it is EUR 70 a day.", passages[0][1][1])  # the best sentences first
+        self.assertTrue(passages[0][1][1].endswith(" […]"))  # (rules of the same score, in order, to the budget)
         budget = max(rag.FOCUS_SHARE * (len(text) + len(best)), rag.FOCUS_MIN_CHARS)
         self.assertLess(len(best) + len(passages[0][1][1]), budget + 60)
-        self.assertLess(budget + 60, len(text) + len(best) - 400)
+        self.assertLess(budget + 60, len(text) + len(best) - 300)
         summary = passages[1][0]  # at a context of 800 tokens: cut, not left out
         self.assertEqual(summary[0], "summary.txt")
         self.assertTrue(summary[1].startswith("Daily allowance, Japan: see the travel rules.") and " […]" in summary[1])
+
+    def test_a_hit_far_below_the_best_is_not_given_unless_it_answers_part_of_a_compound_question(self):
+        """A hit scored under RELEVANT_SHARE of the best one's is left out of the prompt (still found by
+        --search); the parts of a compound question are scored on their own, so each part's hits are given."""
+        files = {"a.txt": "The per diem in Japan is EUR 70 a day.", "b.txt": "Offices in Japan close in August.",
+                 "c.txt": "Laptops are replaced every three years."}
+        with tempfile.TemporaryDirectory() as folder:
+            for name, content in files.items():
+                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                    f.write(content + "\n")
+            given, found = [], []
+            for question in ("What is the per diem in Japan?", "What is the per diem in Japan and when do offices close?"):
+                code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", question])
+                self.assertEqual((code, err), (0, ""))
+                given.append(sorted(re.findall(r"file: (\S+)", json.loads(out)["messages"][-1]["content"])))
+                code, out, err = run_main(["--docs", folder, "--no-cache", "--search", "--json", question])
+                found.append(sorted(hit["source"] for hit in json.loads(out)["hits"]))
+        self.assertEqual(given, [["a.txt"], ["a.txt", "b.txt"]])
+        self.assertEqual(found[0], ["a.txt", "b.txt"])  # b.txt shares "japan": found, but not given
 
     def test_a_source_names_where_else_its_text_is_in_the_prompt_the_listing_and_the_json(self):
         copies = tuple(rag.Chunk(f"copy{n}.pdf", "", 1, 2, "Due in 30 days.", (n, n)) for n in range(1, 6))
@@ -2209,13 +2229,14 @@ class AnswerTest(unittest.TestCase):
         self.assertEqual([h["rank"] for h in record["hits"]], list(range(1, len(record["hits"]) + 1)))
 
     def test_an_answer_without_citation_is_warned_of_and_shown_with_every_passage_it_was_given(self):
-        code, out, err = self.ask(FakeOllama(answer="Probably soon."))
+        topics = "What about expenses, travel, leave and security?"  # (hits of near scores: each is given)
+        code, out, err = self.ask(FakeOllama(answer="Probably soon."), question=topics)
         self.assertEqual(code, 0)
         self.assertIn("warning: the answer cites no source: check it against the passages it was given", err)
         answer, given = out.split("\n\nPassages given (the answer cites none):\n")
         self.assertEqual(answer.strip(), "Probably soon.")
         self.assertNotIn("Sources:", out)
-        _, _, hits = self.ask(FakeOllama(), "--search")[1].partition("[1]")
+        _, _, hits = self.ask(FakeOllama(), "--search", question=topics)[1].partition("[1]")
         listed = re.findall(r"^  \[(\d+)\] (handbook\.txt:\d+-\d+)", given, re.MULTILINE)
         searched = re.findall(r"^\[(\d+)\] [\d.]+  (handbook\.txt:\d+-\d+)", "[1]" + hits, re.MULTILINE)
         self.assertEqual((listed[:5], len(searched)), (searched, 5))  # the 5 best, and parts of lower ones
@@ -2297,7 +2318,7 @@ class AnswerTest(unittest.TestCase):
 
     def test_passages_that_do_not_fit_the_context_budget_are_reported(self):
         fake = FakeOllama()
-        code, out, err = self.ask(fake, "-k", "30", "--context", "1500")
+        code, out, err = self.ask(fake, "-k", "30", "--context", "1500", question="expenses, travel, leave and security")
         self.assertEqual(code, 0)
         self.assertRegex(err, r"only \d+ of \d+ passages fit the 1500-token context budget")
         self.assertLessEqual(self.chat_requests(fake)[0]["options"]["num_ctx"], 2048)
@@ -3352,7 +3373,7 @@ class OpenAiServerTest(unittest.TestCase):
 
     def test_the_servers_context_window_bounds_the_prompt(self):
         self.fake.window = 1024
-        code, out, err = self.ask("--explain", "-k", "5")
+        code, out, err = self.ask("--explain", "-k", "5", question="expenses, travel, leave and security")
         self.assertEqual(code, 0)
         self.assertIn("within the 1024-token context budget", out)
         self.assertIn("(openai API, a 1024-token window)", out)
