@@ -204,8 +204,8 @@ def main(shots):
             check("a citation of a source not given is no link", turn.find_elements(By.CSS_SELECTOR, ".answer .cite.bad"))
             shot("13-phone-warnings")
             # An answer that cites nothing (as small models write them) is shown with every passage it was given.
-            warner.text, warner.done_reason = "It is probably EUR 70 a day.", "stop"
-            driver.get(second_url + "?q=What+is+the+per+diem+in+Japan%3F")
+            warner.text, warner.done_reason = "It is probably EUR 70 a day.", "stop"  # (a question of several near hits)
+            driver.get(second_url + "?q=What+about+expenses%2C+travel%2C+leave+and+security%3F")
             turn = finished(1)
             given = turn.find_elements(By.CSS_SELECTOR, ".sources li a.cite")
             check("an answer citing nothing lists every passage it was given, each a link",
