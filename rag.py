@@ -2807,7 +2807,8 @@ def focus(index, hits, query, k, room=math.inf):
     budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
     idf = {token: index.idf(token, query.within) for token in query.weights}
     parts = [sentences(hit.chunk.text) for hit in hits]
-    whole = bool(hits) and len(hits[0].chunk.text) <= budget and estimate_tokens(passage_block(1, hits[0])) < room
+    best_tokens = estimate_tokens(passage_block(1, hits[0])) if hits else 0
+    whole = bool(hits) and len(hits[0].chunk.text) <= budget and best_tokens < room
     order = []  # (-score, rank, position) of each sentence worth giving, the best hit's aside when whole
     for rank, pieces in enumerate(parts[whole:], whole):
         for at, piece in enumerate(pieces):
@@ -2817,7 +2818,7 @@ def focus(index, hits, query, k, room=math.inf):
     kept = [set(range(len(pieces))) if rank == 0 and whole else set() for rank, pieces in enumerate(parts)]
     given = {piece.strip() for piece in parts[0] if piece.strip()} if whole else set()
     used = len(hits[0].chunk.text) if whole else 0
-    spent = estimate_tokens(passage_block(1, hits[0])) if whole else 0  # tokens, against the room
+    spent = best_tokens if whole else 0  # tokens, against the room
     for _, rank, at in sorted(order):
         pieces = parts[rank]
         if pieces[at].strip() in given:
@@ -2918,8 +2919,10 @@ def prompt_for(index, question, found, mode, config, earlier=()):
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
     budget = config.context - ANSWER_TOKENS
     query = make_query(question, [asked for asked, _ in earlier])
-    hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)
-    focused = focus(index, found, query, config.k)  # what a context without limit would be given
+    focused = focus(index, found, query, config.k)
+    hits = fit_hits(focused, used, budget)
+    if len(hits) < len(focused):  # a short context: the sentences are chosen again, within its room
+        hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
