@@ -2348,6 +2348,16 @@ def question_vector(question, embeddings):
     return vector
 
 
+def closeness(question, texts, embeddings):
+    """Return each text's cosine similarity to the question (the texts embedded now, as chunks are)."""
+    prefix, wanted = embed_prefixes(embeddings.cache.model)[1], list(question_vector(question, embeddings))
+    cosines = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = [prefix + text for text in texts[start:start + EMBED_BATCH]]
+        cosines += [dot(wanted, vector) for vector in embed_texts(embeddings.config, batch, ["a sentence"] * len(batch))]
+    return cosines
+
+
 # ---------------------------------------------------------------------------------------------------
 # Retrieve: question -> hits, by words (lexical), by meaning (embedding), or both weighed (hybrid).
 # Each way is a function that returns [(chunk number, score)], best first; RANKINGS names them.
@@ -2791,16 +2801,21 @@ def sentences(text):
     return [part for part in SENTENCE_BREAK.split(text) if part]
 
 
-def focus(index, hits, query, k, room=math.inf):
+def focus(index, hits, query, k, room=math.inf, embeddings=None):
     """Return the hits with the part of each that the model is given: the best hit whole (the answer is
     most often there, in words the question may not share) where it fits the budget and the room left in
     the context (tokens), then of the others (of all, where it does not) the sentences that share
-    the question's words, best first, each with the sentence before it (which "it" or "this" may need),
-    until FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS), or the room is
-    full. A sentence counts its tokens' idf, less in a lower hit; one already given (a repeated title)
+    the question's words, best first, each with the sentence before it (which "it" or "this" may need;
+    alone where both do not fit), until FOCUS_SHARE of the k best hits' characters are given (or
+    FOCUS_MIN_CHARS), or the room is full. A sentence counts its tokens' idf, less in a lower hit; one already given (a repeated title)
     is not given again. Hits beyond k and sentences of no shared word come last; a hit left with
     nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a prompt at tens
     of tokens a second (README, "Focus").
+
+    With embeddings, a sentence is scored as a chunk is in hybrid mode, by its words and its meaning
+    ("speeding ticket" finds "Traffic fines are never reimbursed."). Embedding some tens of sentences
+    with a model a hundred times smaller than the chat model takes less than the chat model's reading
+    of one passage too many.
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
@@ -2809,26 +2824,38 @@ def focus(index, hits, query, k, room=math.inf):
     parts = [sentences(hit.chunk.text) for hit in hits]
     best_tokens = estimate_tokens(passage_block(1, hits[0])) if hits else 0
     whole = bool(hits) and len(hits[0].chunk.text) <= budget and best_tokens < room
+    places = [(rank, at) for rank, pieces in enumerate(parts[whole:], whole) for at, piece in enumerate(pieces) if piece.strip()]
+    meaning = [None] * len(places)
+    if embeddings:
+        try:
+            meaning = closeness(query.text, [parts[rank][at].strip() for rank, at in places], embeddings)
+        except RagError:  # the server went away since the search: sentences by words (asking the model will tell)
+            pass
+    ideal = sum(query.weights[token] * idf[token] for token in idf) or 1.0
     order = []  # (-score, rank, position) of each sentence worth giving, the best hit's aside when whole
-    for rank, pieces in enumerate(parts[whole:], whole):
-        for at, piece in enumerate(pieces):
-            score = sum(query.weights[token] * idf[token] for token in set(tokenize(piece)) if token in idf)
-            if score or (rank < k and piece.strip()):
-                order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
+    for (rank, at), cosine in zip(places, meaning):
+        score = sum(query.weights[token] * idf[token] for token in set(tokenize(parts[rank][at])) if token in idf)
+        if cosine is not None:
+            score = HYBRID_WEIGHT * score / ideal + (1 - HYBRID_WEIGHT) * cosine
+        if score or rank < k:
+            order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
     kept = [set(range(len(pieces))) if rank == 0 and whole else set() for rank, pieces in enumerate(parts)]
     given = {piece.strip() for piece in parts[0] if piece.strip()} if whole else set()
     used = len(hits[0].chunk.text) if whole else 0
     spent = best_tokens if whole else 0  # tokens, against the room
-    for _, rank, at in sorted(order):
+    for minus_score, rank, at in sorted(order):
         pieces = parts[rank]
         if pieces[at].strip() in given:
             continue
         before = next((i for i in range(at - 1, -1, -1) if pieces[i].strip()), None)  # the sentence before, not a blank line
-        wanted = [i for i in (before, at) if i is not None and i not in kept[rank] and pieces[i].strip() not in given]
-        cost = sum(len(pieces[i]) for i in wanted)
-        tokens = sum(estimate_tokens(pieces[i]) for i in wanted) + (
-            0 if kept[rank] else estimate_tokens(passage_block(rank + 1, replace(hits[rank], given=CUT))))  # its label
-        if used and (used + cost > budget or spent + tokens > room):
+        with_before = [i for i in (before, at) if i is not None and i not in kept[rank] and pieces[i].strip() not in given]
+        for wanted in (with_before, [at]) if minus_score else (with_before,):  # one that scores may come alone
+            cost = sum(len(pieces[i]) for i in wanted)
+            tokens = sum(estimate_tokens(pieces[i]) for i in wanted) + (
+                0 if kept[rank] else estimate_tokens(passage_block(rank + 1, replace(hits[rank], given=CUT))))  # its label
+            if not used or (used + cost <= budget and spent + tokens <= room):
+                break
+        else:
             continue
         kept[rank].update(wanted)
         given.update(pieces[i].strip() for i in wanted)
@@ -2902,10 +2929,10 @@ def in_brief(answer):
     return answer if len(answer) <= HISTORY_ANSWER_CHARS else answer[:HISTORY_ANSWER_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
-def prompt_for(index, question, found, mode, config, earlier=()):
+def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None):
     """Return the answer to be: the hits that fit the context budget (beside the rules, the question and
     the earlier turns of a conversation) and the chat request, or the refusal without a request when no
-    passage was found.
+    passage was found. The sentences given are chosen by meaning too when the hits were (embeddings).
 
     Only then is the model not asked. A gate on how much of the question the best passage matches
     (its BM25 score over the question's ideal score, at 0.25) refused 19 of 135 answerable questions as
@@ -2919,10 +2946,11 @@ def prompt_for(index, question, found, mode, config, earlier=()):
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
     budget = config.context - ANSWER_TOKENS
     query = make_query(question, [asked for asked, _ in earlier])
-    focused = focus(index, found, query, config.k)
+    embeddings = embeddings if mode != "lexical" else None
+    focused = focus(index, found, query, config.k, embeddings=embeddings)
     hits = fit_hits(focused, used, budget)
     if len(hits) < len(focused):  # a short context: the sentences are chosen again, within its room
-        hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)
+        hits = fit_hits(focus(index, found, query, config.k, budget - used, embeddings), used, budget)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
@@ -3068,7 +3096,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
     try:
         found, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
                                FOCUS_DEPTH * config.k)
-        answer = prompt_for(index, question, found, mode, config, earlier)                            # Prompt
+        answer = prompt_for(index, question, found, mode, config, earlier, embeddings)                # Prompt
     except (RagError, KeyboardInterrupt) as e:
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
@@ -3347,7 +3375,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     explain_hits(index, make_query(question, asked_before), found, mode, embeddings)
     if search_only:
         return Answer(question, mode, found)
-    answer = prompt_for(index, question, found, mode, config, earlier)
+    answer = prompt_for(index, question, found, mode, config, earlier, embeddings)
     if answer.request is None:
         stage("Prompt")
         print(f"  none: {answer.warnings[0]}")
@@ -6643,7 +6671,7 @@ def route_ask(handler, site, params):
     answer = Answer(question, config.mode, [])
     try:  # ask()'s journey, with the queue for the model between the prompt and the answer
         found, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
-        answer = prompt_for(snapshot.index, question, found, mode, config, earlier)
+        answer = prompt_for(snapshot.index, question, found, mode, config, earlier, snapshot.embeddings)
     except RagError as e:
         answer = replace(answer, failure=e)
     handler.send_response(200)
@@ -6714,7 +6742,7 @@ def route_explain(handler, site, params):
     index, earlier, embeddings = snapshot.index, [asked for asked, _ in turns], snapshot.embeddings
     query = make_query(question, earlier, chunks_within(index, config.only))
     found, mode = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
-    answer = prompt_for(index, question, found, mode, config, turns)
+    answer = prompt_for(index, question, found, mode, config, turns, embeddings)
     hits, given = [], {hit.number: hit for hit in answer.hits}
     for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,

@@ -1570,6 +1570,28 @@ class EmbedTest(EmbedCase):
                          ["Travel > Per diem", "Leave"])
         self.assertEqual(len(self.embed_inputs()), 2 + 1)  # the first run's two requests, then one try only
 
+    def test_hybrid_mode_gives_the_model_a_sentence_close_in_meaning_though_it_shares_no_word(self):
+        """In hybrid mode the sentences of a hit are chosen as hits are, by words and meaning; where the
+        sentences cannot be embedded (the server went away), by words, as in lexical mode."""
+        items = ["taxi", "train", "hotel", "meal", "parking", "visa"] * 4
+        self.write("fines/travel.txt", "Business trips\n\n" + " ".join(
+            f"On a business trip, the {item} of day {n} is paid by the company." for n, item in enumerate(items))
+            + " Traffic fines are never reimbursed.\n")  # one chunk, too long to be given whole
+        self.fake.vector = lambda text: [float(bool(re.search(r"ticket|fine", text))), 0.2]  # a fine is a ticket
+        question = "Who pays for my speeding ticket on a business trip?"
+        given = {}
+        for mode, fail_after in (("hybrid", None), ("hybrid", 2), ("lexical", None)):
+            self.fake.fail_after, self.fake.requests = fail_after, []  # 2: the chunks and the question are embedded, not the sentences
+            code, out, err = run_main(["--host", self.fake.url, "--docs", os.path.join(self.folder, "fines"), "--no-cache",
+                                       "--mode", mode, "--embed-model", "all-minilm", "--show-prompt", "--json", "-k", "1",
+                                       question])
+            self.assertEqual((code, err), (0, ""))
+            given[mode, fail_after] = json.loads(out)["messages"][-1]["content"]
+        self.assertIn("Traffic fines are never reimbursed.", given["hybrid", None])
+        self.assertIn("[…]", given["hybrid", None])
+        self.assertNotIn("Traffic fines", given["lexical", None])
+        self.assertEqual(given["hybrid", 2], given["lexical", None])
+
     def test_an_eval_reports_one_mode_and_does_not_fall_back_to_words(self):
         self.search(mode="hybrid")          # chunks cached
         self.fake.fail_after = 0            # then the server fails every /api/embed
@@ -2016,6 +2038,22 @@ class PromptTest(unittest.TestCase):
         summary = passages[1][0]  # at a context of 800 tokens: cut, not left out
         self.assertEqual(summary[0], "summary.txt")
         self.assertTrue(summary[1].startswith("Daily allowance, Japan: see the travel rules.") and " […]" in summary[1])
+
+    def test_a_sentence_is_given_alone_where_it_fits_the_budget_only_without_the_sentence_before_it(self):
+        long = "Trains, hotels and cars are booked through the travel desk, " + ", ".join(
+            f"which sits on floor {n} of building {n + 1}" for n in range(25)) + "."  # one sentence of 1,015 characters
+        files = {"summary.txt": "Per diem: EUR 70 a day, in Japan as elsewhere, paid with the salary of the month after the trip.",
+                 "travel.txt": long + " In Japan the per diem covers meals, and the per diem is paid in yen."}
+        with tempfile.TemporaryDirectory() as folder:
+            for name, content in files.items():
+                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                    f.write(content + "\n")
+            code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", "-k", "2",
+                                       "What is the per diem in Japan?"])
+        self.assertEqual((code, err), (0, ""))
+        passages = re.findall(r'<source id="\d">\nfile: (\S+)\n(.*?)\n</source>', json.loads(out)["messages"][-1]["content"], re.S)
+        self.assertEqual(passages, [("summary.txt", files["summary.txt"]),
+                                    ("travel.txt", "[…]  In Japan the per diem covers meals, and the per diem is paid in yen.")])
 
     def test_a_hit_far_below_the_best_is_not_given_unless_it_answers_part_of_a_compound_question(self):
         """A hit scored under RELEVANT_SHARE of the best one's is left out of the prompt (still found by
