@@ -2807,15 +2807,15 @@ def focus(index, hits, query, k, room=math.inf, embeddings=None):
     the context (tokens), then of the others (of all, where it does not) the sentences that share
     the question's words, best first, each with the sentence before it (which "it" or "this" may need;
     alone where both do not fit), until FOCUS_SHARE of the k best hits' characters are given (or
-    FOCUS_MIN_CHARS), or the room is full. A sentence counts its tokens' idf, less in a lower hit; one already given (a repeated title)
-    is not given again. Hits beyond k and sentences of no shared word come last; a hit left with
-    nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a prompt at tens
-    of tokens a second (README, "Focus").
+    FOCUS_MIN_CHARS), or the room is full. A sentence counts its tokens' idf, less in a lower hit; one
+    already given (a repeated title) is not given again. Hits beyond k and sentences of no shared word
+    come last; a hit left with nothing is not given. Most of a chunk does not hold the answer, and a
+    laptop reads a prompt at tens of tokens a second (README, "Focus").
 
     With embeddings, a sentence is scored as a chunk is in hybrid mode, by its words and its meaning
     ("speeding ticket" finds "Traffic fines are never reimbursed."). Embedding some tens of sentences
-    with a model a hundred times smaller than the chat model takes less than the chat model's reading
-    of one passage too many.
+    with a model a hundred times smaller than the chat model costs less than the chat model's reading
+    of one passage more.
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
