@@ -7,6 +7,7 @@ employee's own words; short and long, a few yes/no and a few compound ones. Each
 occur verbatim (exact case) in handbook.txt, any of which a correct answer contains; the script asserts this.
 
   python3 .ci/bench/handbook_qa.py [OUT]     # default OUT: /work/benchdata/handbook-en
+  python3 .ci/bench/handbook_qa.py --held-out [OUT]   # the 72 held-out questions: /work/benchdata/handbook-heldout
   python3 ../shared/bench/prompt.py --data /work/benchdata/handbook-en -k 5
 
 OUT gets a BEIR-style folder: corpus.jsonl (one document, _id "handbook", the full handbook.txt of the repo
@@ -242,33 +243,207 @@ QA = [
 ]
 
 
+HELD_OUT = [  # 72 more, written apart from QA by another hand, to check a rule tuned on QA
+    # Intro
+    ("Found a mistake in the employee handbook, where do I send corrections?",
+     ["people-ops@northwind-analytics.example"]),
+
+    # 1. Expenses
+    ("I drove my own car to a customer site 80 km away. How much can I claim per km?",
+     ["EUR 0.23 per kilometre"]),
+    ("If my expense claim gets approved on the 22nd, when does the money actually hit my account?",
+     ["following salary run"]),
+    ("What is the deadline for filing an expense report?",
+     ["within 30 days of the expense"]),
+    ("I just found a taxi receipt from four months ago in my jacket pocket. Is it too late to get that money back?",
+     ["more than 90 days old", "not reimbursed at all"]),
+    ("Do I really need a receipt for a 12 euro coffee and sandwich?",
+     ["EUR 25 or more", "description in Expensa is sufficient"]),
+    ("Lost the receipt from my hotel stay in Berlin. What now?",
+     ["missing receipt declaration"]),
+    ("My trip report comes to about 4,000 euros in total - who has to sign it off?",
+     ["Your department head", "Over EUR 1,000 up to EUR 10,000"]),
+    ("Per diem for Japan?",
+     ["EUR 70"]),
+    ("Hotel cap per night in Zurich?",
+     ["raised by EUR 60 per night", "EUR 175"]),
+    ("On my trip to Munich the client took us out for lunch. Does that change my daily allowance for that day?",
+     ["30% for lunch"]),
+    ("Got flashed by a speed camera on my way to a customer meeting, can I expense the fine?",
+     ["Traffic fines are never reimbursed"]),
+
+    # 2. Travel
+    ("Which tool do we use to book flights and hotels for business travel?",
+     ["booked through TravelDesk"]),
+    ("I found the same hotel 40 euros cheaper on a booking website than in our company travel tool. "
+     "If I book it myself with my own card, will I still get the money back?",
+     ["reimbursed only if they were cheaper than the", "TravelDesk fare on the same day"]),
+    ("How many days before departure should intercontinental flights be booked?",
+     ["21 days before departure"]),
+    ("It's a 12-hour flight to Singapore. Am I allowed to fly business?",
+     ["Business class requires prior written", "premium economy may be booked"]),
+    ("My flight lands at 23:30, can I just grab an Uber to the hotel?",
+     ["between 22:00 and 06:00"]),
+    ("I'm tacking a long weekend onto my work trip to Lisbon. Am I still insured on the days off?",
+     ["up to three private days"]),
+    ("What does the travel insurance cover for lost luggage?",
+     ["EUR 2,500 per trip"]),
+
+    # 3. Leave
+    ("I've been with the company for six years now, how many vacation days do I get?",
+     ["27 days per year"]),
+    ("Can unused annual leave be carried over into the next year?",
+     ["Up to five unused days", "taken by 31 March"]),
+    ("Woke up feeling awful. By what time do I need to tell my boss I'm not coming in?",
+     ["before 10:00"]),
+    ("I've been in bed with the flu since Monday and it's Thursday now. Do I need a doctor's note?",
+     ["the fourth day of absence", "without a doctor's note"]),
+    ("If I'm off sick long-term, how long does my full salary keep coming in?",
+     ["full salary for the first 52 weeks"]),
+    ("My wife is due in April. How much paid time off do I get as the dad?",
+     ["partner of the birth parent receives six weeks"]),
+    ("How many floating holidays do employees get?",
+     ["one floating holiday per calendar year"]),
+    ("My grandmother passed away last night. How many days off do I get?",
+     ["grandparent or parent-in-law: two working days"]),
+    ("My son woke up with a fever and daycare won't take him. Can I stay home to look after him today?",
+     ["up to two days of short-term care"]),
+    ("Can I apply for unpaid leave, and for how long?",
+     ["unpaid leave of up to three months", "After twelve months of service"]),
+
+    # 4. Remote work
+    ("How many days per week can I work from home?",
+     ["up to three days per week"]),
+    ("I only started two weeks ago. Am I allowed to work from home yet?",
+     ["completed your probation period"]),
+    ("Min internet speed for working from home?",
+     ["50 Mbit/s"]),
+    ("Is there any money for buying a desk chair and a monitor for my home setup?",
+     ["stipend of EUR 600"]),
+    ("What are the core collaboration hours on Friday?",
+     ["10:00 to 14:00 on Friday"]),
+    ("I'd like to spend a month working from my parents' place in Spain. Is that OK?",
+     ["20 working days per calendar year"]),
+
+    # 5. IT security
+    ("What is the minimum length for my company password?",
+     ["at least 14 characters long"]),
+    ("Can I just get my login codes by text message?",
+     ["codes sent by SMS are not permitted"]),
+    ("I left my work laptop on the train last night. Who do I call and how fast?",
+     ["within one hour of noticing", "extension 4999"]),
+    ("Got a weird email asking me to log in to a 'new payroll portal'. What should I do with it?",
+     ["Report phishing"]),
+    ("Oops, I clicked the link in one of those fake test phishing emails. What happens now?",
+     ["15-minute refresher training"]),
+    ("Am I allowed to paste client documents into ChatGPT?",
+     ["approved for that data class", "Generative AI tools may be used only if"]),
+    ("Can I email a colleague a spreadsheet with people's health info?",
+     ["never by email"]),
+    ("How quickly must a suspected data breach be reported?",
+     ["within 72 hours", "privacy@northwind-analytics.example"]),
+
+    # 6. Equipment
+    ("What is the standard laptop for engineering and data science roles?",
+     ["MacBook Pro 14-inch, 36 GB RAM"]),
+    ("My laptop is due to be swapped out. Can I buy the old one?",
+     ["old laptop for EUR 100"]),
+    ("Knocked coffee over my laptop by accident. Am I going to have to pay for the repair?",
+     ["repaired at the company's expense"]),
+    ("How much is the mobile allowance for using a personal phone for work?",
+     ["EUR 15 per month"]),
+    ("I'm leaving the company and I work fully remote. How do I give back my laptop?",
+     ["prepaid return box", "within five working days after their last working day"]),
+
+    # 7. Code of conduct
+    ("A coworker keeps making remarks about how I look. Is there someone outside the company I can talk to in confidence?",
+     ["Marieke Jansen"]),
+    ("My husband just got a job at one of our competitors. Do I have to tell anyone?",
+     ["declaration of interests form", "Declare any potential conflict within 14 days"]),
+    ("Do I need permission to do freelance photography on weekends?",
+     ["Side jobs and other paid work", "require written approval from your"]),
+    ("A supplier sent me a bottle of wine worth around 80 euros for the holidays. Can I keep it?",
+     ["recorded in the gift register"]),
+    ("A client gave me a 50 euro Amazon gift card as a thank-you. Is it OK to accept?",
+     ["vouchers and gift cards must"]),
+    ("How can I report a concern anonymously?",
+     ["SpeakUp"]),
+
+    # 8. Onboarding and probation
+    ("What time should I show up on my first day?",
+     ["09:30"]),
+    ("Which mandatory courses must new employees complete, and by when?",
+     ["within the first three weeks", "security awareness (about 45 minutes)"]),
+    ("How long is the probation period on a permanent contract?",
+     ["probation period of two months"]),
+    ("I'm on a six-month fixed-term contract. Do I even have a trial period?",
+     ["six months or less have none"]),
+
+    # 9. Performance reviews and pay
+    ("What day of the month do we get paid?",
+     ["paid monthly on the 25th"]),
+    ("I think my performance rating is unfair. Can I challenge it?",
+     ["second review within ten working days"]),
+    ("What is the target bonus for team leads?",
+     ["12% of base salary"]),
+    ("I started in mid-November. Will I get a bonus for this year?",
+     ["on or after 1 October"]),
+    ("Referral bonus amount?",
+     ["referral bonus of EUR 2,000"]),
+    ("I work in the Amsterdam office. How much holiday pay do I get on top of my salary, and when does it come?",
+     ["8% of their annual gross salary", "paid with the May salary"]),
+
+    # 10. Health and safety
+    ("A colleague just collapsed at her desk and isn't responding. What do I do first?",
+     ["call 112 first"]),
+    ("I tripped over my laptop cable while working from home and sprained my ankle. Do I need to report this somewhere?",
+     ["within 24 hours"]),
+    ("Does the company pay for glasses for computer work?",
+     ["EUR 150 in total every two years"]),
+    ("I've been really stressed lately with stuff going on at home. Is there any free counselling?",
+     ["six counselling sessions per year"]),
+
+    # 11. Tokyo office (in Japanese)
+    ("通勤手当の上限額はいくらですか？",
+     ["月額30,000円"]),
+    ("4月に入社したばかりなんですが、有給って何日もらえますか？",
+     ["入社日に15日付与"]),
+    ("年末年始休暇の期間は？有給は減りますか？",
+     ["12月29日から1月3日まで", "年次有給休暇とは別に付与"]),
+    ("熱が出て急に休むとき、何時までに連絡すればいいですか？",
+     ["9時30分までに"]),
+]
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = sys.argv[1] if len(sys.argv) > 1 else "/work/benchdata/handbook-en"
+    args = sys.argv[1:]
+    held_out = "--held-out" in args
+    args = [a for a in args if a != "--held-out"]
+    qa, prefix = (HELD_OUT, "ho") if held_out else (QA, "hb")
+    out = args[0] if args else "/work/benchdata/handbook-" + ("heldout" if held_out else "en")
     with open(os.path.join(root, "handbook.txt"), encoding="utf-8") as f:
         text = f.read()
-    assert len(QA) == 144, len(QA)
-    assert len({q for q, _ in QA}) == len(QA), "duplicate question"
-    for q, answers in QA:
+    assert len(QA) == 144 and len(HELD_OUT) == 72, (len(QA), len(HELD_OUT))
+    assert len({q for q, _ in QA + HELD_OUT}) == len(QA) + len(HELD_OUT), "duplicate question"
+    for q, answers in QA + HELD_OUT:
         assert 1 <= len(answers) <= 3, q
         for ans in answers:
             assert ans in text, f"not in handbook.txt: {ans!r} ({q})"
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "corpus.jsonl"), "w", encoding="utf-8") as f:
         f.write(json.dumps({"_id": "handbook", "title": "", "text": text}, ensure_ascii=False) + "\n")
-    ids = [f"hb-{i:03d}" for i in range(1, len(QA) + 1)]
+    ids = [f"{prefix}-{i:03d}" for i in range(1, len(qa) + 1)]
     with open(os.path.join(out, "queries.jsonl"), "w", encoding="utf-8") as f:
-        for qid, (q, _) in zip(ids, QA):
+        for qid, (q, _) in zip(ids, qa):
             f.write(json.dumps({"_id": qid, "text": q}, ensure_ascii=False) + "\n")
     with open(os.path.join(out, "qrels.tsv"), "w", encoding="utf-8") as f:
         f.write("query-id\tcorpus-id\tscore\n")
         for qid in ids:
             f.write(f"{qid}\thandbook\t1\n")
     with open(os.path.join(out, "answers.jsonl"), "w", encoding="utf-8") as f:
-        for qid, (_, answers) in zip(ids, QA):
+        for qid, (_, answers) in zip(ids, qa):
             f.write(json.dumps({"_id": qid, "answers": answers}, ensure_ascii=False) + "\n")
-    print(f"{len(QA)} questions written to {out}")
-
+    print(f"{len(qa)} questions written to {out}")
 
 if __name__ == "__main__":
     main()
