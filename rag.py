@@ -2801,49 +2801,55 @@ def sentences(text):
     return [part for part in SENTENCE_BREAK.split(text) if part]
 
 
-def focus(index, hits, query, k, room=math.inf, embeddings=None):
-    """Return the hits with the part of each that the model is given: the best hit whole (the answer is
-    most often there, in words the question may not share) where it fits the budget and the room left in
-    the context (tokens), then of the others (of all, where it does not) the sentences that share
-    the question's words, best first, each with the sentence before it (which "it" or "this" may need;
-    alone where both do not fit), until FOCUS_SHARE of the k best hits' characters are given (or
-    FOCUS_MIN_CHARS), or the room is full. A sentence counts its tokens' idf, less in a lower hit; one
-    already given (a repeated title) is not given again. Hits beyond k and sentences of no shared word
-    come last; a hit left with nothing is not given. Most of a chunk does not hold the answer, and a
-    laptop reads a prompt at tens of tokens a second (README, "Focus").
+def ranked_sentences(index, parts, first, query, k, embeddings=None):
+    """Return (-score, rank, position) of the sentences worth giving of the hits' texts (parts: each a list of
+    sentences), from hit number `first` on, best first. A sentence counts its tokens' idf, less in a lower
+    hit; one of no shared word, or of a hit beyond k, only where it shares a word.
 
     With embeddings, a sentence is scored as a chunk is in hybrid mode, by its words and its meaning
     ("speeding ticket" finds "Traffic fines are never reimbursed."). The embedding model reads the
     sentences as fast as a chat model of its size reads a prompt, and it is some tens of times smaller
-    than the chat model (nomic-embed-text 137M beside llama3.2 3B): a small part of the wait.
-
-    Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
-    """
-    budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
+    than the chat model (nomic-embed-text 137M beside llama3.2 3B): a small part of the wait."""
     idf = {token: index.idf(token, query.within) for token in query.weights}
-    parts = [sentences(hit.chunk.text) for hit in hits]
-    best_tokens = estimate_tokens(passage_block(1, hits[0])) if hits else 0
-    whole = bool(hits) and len(hits[0].chunk.text) <= budget and best_tokens < room
-    places = [(rank, at) for rank, pieces in enumerate(parts[whole:], whole) for at, piece in enumerate(pieces) if piece.strip()]
+    ideal = sum(query.weights[token] * idf[token] for token in idf) or 1.0
+    places = [(rank, at) for rank, pieces in enumerate(parts[first:], first) for at, piece in enumerate(pieces) if piece.strip()]
     meaning = [None] * len(places)
     if embeddings:
         try:
             meaning = closeness(query.text, [parts[rank][at].strip() for rank, at in places], embeddings)
         except RagError:  # the server went away since the search: sentences by words (asking the model will tell)
             pass
-    ideal = sum(query.weights[token] * idf[token] for token in idf) or 1.0
-    order = []  # (-score, rank, position) of each sentence worth giving, the best hit's aside when whole
+    order = []
     for (rank, at), cosine in zip(places, meaning):
         score = sum(query.weights[token] * idf[token] for token in set(tokenize(parts[rank][at])) if token in idf)
         if cosine is not None:
             score = HYBRID_WEIGHT * score / ideal + (1 - HYBRID_WEIGHT) * cosine
         if score or rank < k:
             order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
+    return sorted(order)
+
+
+def focus(index, hits, query, k, room=math.inf, embeddings=None):
+    """Return the hits with the part of each that the model is given: the best hit whole (the answer is
+    most often there, in words the question may not share) where it fits the budget and the room left in
+    the context (tokens), then of the others (of all, where it does not) the best sentences
+    (ranked_sentences), each with the sentence before it (which "it" or "this" may need; alone where both
+    do not fit), until FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS), or the
+    room is full. A sentence already given (a repeated title) is not given again; a hit left with nothing
+    is not given. Most of a chunk does not hold the answer, and a laptop reads a prompt at tens of tokens
+    a second (README, "Focus").
+
+    Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
+    """
+    budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
+    parts = [sentences(hit.chunk.text) for hit in hits]
+    best_tokens = estimate_tokens(passage_block(1, hits[0])) if hits else 0
+    whole = bool(hits) and len(hits[0].chunk.text) <= budget and best_tokens < room
     kept = [set(range(len(pieces))) if rank == 0 and whole else set() for rank, pieces in enumerate(parts)]
     given = {piece.strip() for piece in parts[0] if piece.strip()} if whole else set()
     used = len(hits[0].chunk.text) if whole else 0
     spent = best_tokens if whole else 0  # tokens, against the room
-    for minus_score, rank, at in sorted(order):
+    for minus_score, rank, at in ranked_sentences(index, parts, int(whole), query, k, embeddings):
         pieces = parts[rank]
         if pieces[at].strip() in given:
             continue
