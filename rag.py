@@ -7264,6 +7264,7 @@ function el(tag, cls, ...children) {
   node.append(...children);  // strings become text nodes
   return node;
 }
+const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;  // "1 passage", "2 passages"
 const where = (hit) => `${hit.source}, ${hit.place}`;  // the place: "lines 40-49", "p. 12", "slide 7"
 const also = (hit) => !hit.also ? '' : ' · also in ' + hit.also.slice(0, 3).map((copy) => copy.source).join(', ')
   + (hit.also.length > 3 ? ` and ${hit.also.length - 3} more` : '');  // the same text in other files
@@ -7306,7 +7307,7 @@ async function run(question, search, earlier = topic.slice(-2)) {
       const result = view.head = placed(await (await get('/api/search?' + address(question, earlier, only))).json());
       reread(view, result);
       status.textContent = !result.hits.length ? 'No passage shares a word with the question.'
-        : `${result.hits.length} passages, best first (${result.mode} search` + (earlier.length ? '; the words of the '
+        : `${count(result.hits.length, 'passage')}, best first (${result.mode} search` + (earlier.length ? '; the words of the '
           + 'questions before count too, less: New topic searches this one alone)' : ')');
       view.body.append(passages(result));
       finish(view, '');
@@ -7351,7 +7352,7 @@ function onLine(view, line) {
   else {
     view.head = placed(line);
     reread(view, line);
-    view.status.textContent = line.hits.length ? `Asking the model, with ${line.hits.length} passages…` : '';
+    view.status.textContent = line.hits.length ? `Asking the model, with ${count(line.hits.length, 'passage')}…` : '';
   }
 }
 
@@ -7571,7 +7572,7 @@ function stages(x) {  // --explain as pictures: tokens, scores by token, the con
    ['reserve', budget.answer, 'kept for the answer']].forEach(([cls, tokens, label]) =>
     bar.append(Object.assign(widen(el('span', cls), tokens / budget.context), {title: `${label}: ${tokens} tokens`})));
   section.append(el('h3', '', '3 · What fits the context'), bar, el('p', 'quiet', `${budget.base} tokens of rules, earlier turns `
-    + `and question, ${given.length} passages, ${budget.answer} kept for the answer, of ${budget.context}.`),
+    + `and question, ${count(given.length, 'passage')}, ${budget.answer} kept for the answer, of ${budget.context}.`),
     el('ul', 'fit', ...x.hits.map((hit) => el('li', hit.fits ? 'yes' : 'no',
       `${hit.fits ? '✓' : '✗ left out:'} [${hit.rank}] ${where(hit)}, ~${hit.tokens} tokens`))));
   const body = x.request && x.request.body, lines = !body ? [] : ['POST ' + x.request.url,  // as --show-prompt prints it
@@ -7593,7 +7594,7 @@ async function folder(list, path) {
       el('label', '', tick('kind:' + kind, kind + ' files'), ` ${kind} ${n}`)));
     list.replaceChildren(...x.folders.map((f) => branch(path ? `${path}/${f.name}` : f.name, f)), ...x.files.map(leaf));
     if (x.more) list.append(el('li', 'quiet', `and ${x.more} more files: tick the folder to ask within them all`));
-    if (x.other_files) list.append(el('li', 'quiet', `${x.other_files} file${x.other_files === 1 ? '' : 's'} of other `
+    if (x.other_files) list.append(el('li', 'quiet', `${count(x.other_files, 'file')} of other `
       + 'kinds, not read'));
     if (!list.firstChild) list.append(el('li', 'quiet', 'No documents.'));
   } catch (error) {
@@ -7629,14 +7630,13 @@ function branch(path, f) {
     twisty.setAttribute('aria-expanded', String(!list.hidden));
     if (!list.hidden && !list.firstChild) folder(list, path).then(showWithin);
   });
-  const what = `${f.files} file${f.files === 1 ? '' : 's'}` + (f.without_text ? `, ${f.without_text} without text` : '')
+  const what = count(f.files, 'file') + (f.without_text ? `, ${f.without_text} without text` : '')
     + (f.other_files ? `, ${f.other_files} of other kinds` : '');
   return el('li', '', twisty, el('label', '', tick('/' + path, f.name), ` ${f.name}/`), ' ', el('span', 'what', what), list);
 }
 
 function leaf(file) {
   const name = file.source.split('/').pop(), day = file.day;  // (the server's day, as since: reads it)
-  const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
   const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
                   el('span', 'what', `${read} · changed ${day}`));
@@ -7715,7 +7715,7 @@ async function about() {  // what is served; while the documents are first read,
         + (status.chunks ? `questions use the ${status.documents} read so far` : 'questions are answered when it is done');
       setTimeout(about, 1000);
     } else {
-      $('about').textContent = `${status.documents} document${status.documents === 1 ? '' : 's'}, ${status.chunks} passages · `
+      $('about').textContent = `${count(status.documents, 'document')}, ${count(status.chunks, 'passage')} · `
         + `${status.mode} search · ${status.model}`;
       if (status.model_note) $('about').after(el('p', 'warnings', status.model_note));
     }

@@ -130,6 +130,10 @@ def main(shots):
         check("Explain ranks the deadline passage first",
               "Deadlines" in explain.find_element(By.CSS_SELECTOR, ".scores li").text)
         check("Explain shows the request sent to the model", "--- system ---" in explain.find_element(By.CSS_SELECTOR, ".request").text)
+        fits = explain.text.split("What fits the context")[1]
+        given = fits.count("✓")
+        check(f"Explain counts the passages that fit: {given} passage{'' if given == 1 else 's'}",
+              f"question, {given} passage{'' if given == 1 else 's'}, " in fits)
         driver.execute_script("arguments[0].scrollIntoView()", turn)
         shot("05-follow-up")
         driver.set_window_size(1100, 2400)  # tall enough that the sticky question box does not cover it
