@@ -198,6 +198,14 @@ def say(line):
         kept.append(line)
         return
     sys.stderr.write(line + "\n")
+
+
+def counted(n, noun):
+    """Return a count with its noun, singular for one.
+
+    Example: counted(1, "file") -> "1 file"; counted(1200, "chunk") -> "1,200 chunks"
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
     sys.stderr.flush()
 
 
@@ -353,7 +361,7 @@ def find_files(paths, others=None):
                 found.append(File(file, source.replace(os.sep, "/"), reader, identity))
     if other_types:
         kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
-        warn(f"skipped {sum(other_types.values())} files of other types ({kinds})")
+        warn(f"skipped {counted(sum(other_types.values()), 'file')} of other types ({kinds})")
     return found
 
 
@@ -2291,7 +2299,7 @@ def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
     if missing and seconds < math.inf:
         if pace and len(missing) / pace > seconds:
             raise RagError(not_embedded(len(missing), len(keys), pace, cache.model))
-        inform(f"embedding {len(missing)} chunks with {cache.model} once, to search by meaning too "
+        inform(f"embedding {counted(len(missing), 'chunk')} with {cache.model} once, to search by meaning too "
              "(--mode lexical: by words only)")
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
@@ -3343,7 +3351,7 @@ def terminal_progress(stream):
             return
         if reading.done:
             pages = f"{reading.pages:,} pages, " if reading.pages else ""
-            stream.write(f"rag.py: indexed {reading.total_files:,} files ({pages}{megabytes(reading.total_size)} MB) "
+            stream.write(f"rag.py: indexed {counted(reading.total_files, 'file')} ({pages}{megabytes(reading.total_size)} MB) "
                          f"in {reading.seconds:,.1f} s\n")
         elif not shown["width"]:
             line = ("indexing: " + reading_line(reading))[:shutil.get_terminal_size().columns - 1]  # a line that wraps
@@ -3386,7 +3394,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
         stage("Prompt")
         print(f"  none: {answer.warnings[0]}")
         return answer
-    stage(f"Sent to the model: {len(answer.hits)} chunks within the {config.context}-token context budget")
+    stage(f"Sent to the model: {counted(len(answer.hits), 'chunk')} within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
         print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit))} tokens"
               + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters, […] where the rest was left out"
@@ -3403,7 +3411,7 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
 
 def explain_hits(index, query, hits, mode, embeddings):
     """Print the hits with how each scored: BM25 by token, and in hybrid mode both ranks and the cosine."""
-    stage(f"Top {len(hits)} chunks by {mode} search")
+    stage(f"Top {counted(len(hits), 'chunk')} by {mode} search")
     for hit, (parts, ways) in zip(hits, hit_scores(index, query, hits, mode, embeddings)):
         print(f"  [{hit.rank}] {hit.score:.4f}  {hit_label(hit, '      ')}")
         if len(parts) > EXPLAIN_PARTS:  # a pasted paragraph: its largest parts, then the rest summed
@@ -7089,7 +7097,7 @@ def said_when_read(reading):
     """Say how long the first reading took, when it took long: the page shows how far it has come (a line
     that rewrites itself would be broken up by the requests' log lines)."""
     if reading and reading.done and reading.seconds >= PROGRESS_AFTER_SECONDS:
-        inform(f"read {reading.total_files:,} files ({megabytes(reading.total_size)} MB) in {reading.seconds:,.1f} s")
+        inform(f"read {counted(reading.total_files, 'file')} ({megabytes(reading.total_size)} MB) in {reading.seconds:,.1f} s")
 
 
 def serve(args, config):

@@ -324,7 +324,7 @@ class LoadTest(TempFolder):
         documents, warned = load_with_warnings(self.folder)
         self.assertEqual([d.source for d in documents], ["good.md"])
         self.assertIn("data.bin.txt: binary", warned)
-        self.assertIn("skipped 1 files of other types (.png 1)", warned)
+        self.assertIn("skipped 1 file of other types (.png 1)", warned)
 
     def test_a_file_reached_twice_is_read_once(self):
         self.write("docs/a.txt", "apple")
@@ -336,7 +336,7 @@ class LoadTest(TempFolder):
             with self.subTest(paths=paths):
                 documents, warned = load_with_warnings(*paths)
                 self.assertEqual([d.source for d in documents], sources)
-                self.assertEqual(warned, "rag.py: warning: skipped 1 files of other types (.log 1)\n"
+                self.assertEqual(warned, "rag.py: warning: skipped 1 file of other types (.log 1)\n"
                                  if folder in paths else "")
         self.write("docs/sub/a.txt", "pear")
         for paths in ([os.path.join(folder, "sub"), folder], [folder, os.path.join(folder, "sub")]):
@@ -3293,7 +3293,7 @@ class CommandLineTest(TempFolder):
         command = [sys.executable, os.path.join(HERE, "rag.py"), "--docs", self.folder, "--search", "per diem"]
         no_stdout = subprocess.run(command, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
         self.assertEqual((no_stdout.returncode, no_stdout.stderr),
-                         (0, b"rag.py: warning: skipped 1 files of other types (.jpg 1)\n"))
+                         (0, b"rag.py: warning: skipped 1 file of other types (.jpg 1)\n"))
         no_stderr = subprocess.run(command, stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
         self.assertEqual(no_stderr.returncode, 0)
         no_stdin = subprocess.run(command[:-1], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
