@@ -127,6 +127,7 @@ NOT_ASKED = "the model was not asked: no passage shares a word with the question
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
+SENTENCE_CHARS = 1000  # of a sentence embedded to choose what the model reads: ~250 tokens, within any model's window
 FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words (of every chunk
                        # when words find fewer); --explain ranks as deep
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones asked last
@@ -2356,12 +2357,13 @@ def question_vector(question, embeddings):
     return vector
 
 
-def closeness(question, texts, embeddings):
-    """Return each text's cosine similarity to the question (the texts embedded now, as chunks are)."""
+def sentence_cosines(question, sentences, embeddings):
+    """Return each sentence's cosine similarity to the question, the sentences embedded now as chunks are
+    (their first SENTENCE_CHARS characters: a run-on "sentence" of a table must not warn at every question)."""
     prefix, wanted = embed_prefixes(embeddings.cache.model)[1], list(question_vector(question, embeddings))
     cosines = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = [prefix + text for text in texts[start:start + EMBED_BATCH]]
+    for start in range(0, len(sentences), EMBED_BATCH):
+        batch = [prefix + sentence[:SENTENCE_CHARS] for sentence in sentences[start:start + EMBED_BATCH]]
         cosines += [dot(wanted, vector) for vector in embed_texts(embeddings.config, batch, ["a sentence"] * len(batch))]
     return cosines
 
@@ -2612,6 +2614,12 @@ def vectors_of(embeddings, numbers):
     return vectors
 
 
+def hybrid_score(relevance, cosine):
+    """Return the hybrid score of a text from its lexical relevance (its score over the question's ideal
+    score) and its cosine similarity to the question."""
+    return HYBRID_WEIGHT * relevance + (1 - HYBRID_WEIGHT) * cosine
+
+
 def hybrid_ranking(index, query, depth, embeddings):
     """Return the depth best chunks by a weighted sum of lexical relevance and cosine similarity
     (a convex combination: Bruch, Gai & Ingber 2023).
@@ -2633,8 +2641,7 @@ def hybrid_ranking(index, query, depth, embeddings):
         candidates.update(shortlist(embeddings, vector, SHORTLIST, query.within))
     cosine = cosines(embeddings, vector, candidates)
     ideal = ideal_score(index, query.weights, query.within) or 1.0
-    scores = {number: HYBRID_WEIGHT * by_words.get(number, 0.0) / ideal + (1 - HYBRID_WEIGHT) * cosine[number]
-              for number in candidates}
+    scores = {number: hybrid_score(by_words.get(number, 0.0) / ideal, cosine[number]) for number in candidates}
     best = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:depth]  # ties: the earlier chunk
     return [(number, scores[number]) for number in best]
 
@@ -2810,42 +2817,42 @@ def sentences(text):
 
 
 def ranked_sentences(index, parts, first, query, k, embeddings=None):
-    """Return (-score, rank, position) of the sentences worth giving of the hits' texts (parts: each a list of
-    sentences), from hit number `first` on, best first. A sentence counts its tokens' idf, less in a lower
-    hit; one of no shared word, or of a hit beyond k, only where it shares a word.
-
-    With embeddings, a sentence is scored as a chunk is in hybrid mode, by its words and its meaning
-    ("speeding ticket" finds "Traffic fines are never reimbursed."). The embedding model reads the
-    sentences as fast as a chat model of its size reads a prompt, and it is some tens of times smaller
-    than the chat model (nomic-embed-text 137M beside llama3.2 3B): a small part of the wait."""
+    """Return [(score, rank, position)] of the sentences worth giving of the hits' texts (parts: each a list
+    of sentences), from the hit ranked `first` on, best first. A sentence scores its tokens' idf over the
+    question's ideal score, less in a lower hit; of a hit beyond k, only a sentence that shares a word is
+    worth giving. With embeddings it scores as hybrid mode scores a chunk, by meaning too ("speeding
+    ticket" finds "Traffic fines are never reimbursed."); where the sentences cannot be embedded, by words."""
     idf = {token: index.idf(token, query.within) for token in query.weights}
-    ideal = sum(query.weights[token] * idf[token] for token in idf) or 1.0
+    ideal = ideal_score(index, query.weights, query.within) or 1.0
     places = [(rank, at) for rank, pieces in enumerate(parts[first:], first) for at, piece in enumerate(pieces) if piece.strip()]
-    meaning = [None] * len(places)
-    if embeddings:
+    cosines = [None] * len(places)
+    if embeddings and places:
         try:
-            meaning = closeness(query.text, [parts[rank][at].strip() for rank, at in places], embeddings)
-        except RagError:  # the server went away since the search: sentences by words (asking the model will tell)
-            pass
-    order = []
-    for (rank, at), cosine in zip(places, meaning):
-        score = sum(query.weights[token] * idf[token] for token in set(tokenize(parts[rank][at])) if token in idf)
-        if cosine is not None:
-            score = HYBRID_WEIGHT * score / ideal + (1 - HYBRID_WEIGHT) * cosine
-        if score or rank < k:
-            order.append((-score / (1 + FOCUS_DECAY * rank), rank, at))
-    return sorted(order)
+            cosines = sentence_cosines(query.text, [parts[rank][at].strip() for rank, at in places], embeddings)
+        except RagError as e:
+            warn(f"choosing the sentences the model reads by words: they could not be embedded ({e})")
+    ranked = []
+    for (rank, at), cosine in zip(places, cosines):
+        relevance = sum(query.weights[token] * idf[token] for token in set(tokenize(parts[rank][at])) if token in idf) / ideal
+        if relevance or rank < k:  # (a score below 0 counts as 0: divided by the decay, it would count more lower down)
+            score = relevance if cosine is None else max(hybrid_score(relevance, cosine), 0.0)
+            ranked.append((score / (1 + FOCUS_DECAY * rank), rank, at))
+    return sorted(ranked, key=lambda item: (-item[0], item[1], item[2]))
 
 
 def focus(index, hits, query, k, room=math.inf, embeddings=None):
     """Return the hits with the part of each that the model is given: the best hit whole (the answer is
     most often there, in words the question may not share) where it fits the budget and the room left in
     the context (tokens), then of the others (of all, where it does not) the best sentences
-    (ranked_sentences), each with the sentence before it (which "it" or "this" may need; alone where both
-    do not fit), until FOCUS_SHARE of the k best hits' characters are given (or FOCUS_MIN_CHARS), or the
-    room is full. A sentence already given (a repeated title) is not given again; a hit left with nothing
-    is not given. Most of a chunk does not hold the answer, and a laptop reads a prompt at tens of tokens
-    a second (README, "Focus").
+    (ranked_sentences), each with the sentence before it (which "it" or "this" may need) where both fit,
+    else alone if it scores, until FOCUS_SHARE of the k best hits' characters are given (or
+    FOCUS_MIN_CHARS), or the room is full. A sentence already given (a repeated title) is not given again;
+    a hit left with nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a
+    prompt at tens of tokens a second (README, "Focus").
+
+    The embedding model reads the sentences as fast as a chat model of its size reads a prompt, and it is
+    some tens of times smaller than the chat model (nomic-embed-text 137M beside llama3.2 3B): choosing
+    them by meaning is a small part of the wait.
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
@@ -2857,20 +2864,20 @@ def focus(index, hits, query, k, room=math.inf, embeddings=None):
     given = {piece.strip() for piece in parts[0] if piece.strip()} if whole else set()
     used = len(hits[0].chunk.text) if whole else 0
     spent = best_tokens if whole else 0  # tokens, against the room
-    for minus_score, rank, at in ranked_sentences(index, parts, int(whole), query, k, embeddings):
+    for score, rank, at in ranked_sentences(index, parts, 1 if whole else 0, query, k, embeddings):
         pieces = parts[rank]
         if pieces[at].strip() in given:
             continue
         before = next((i for i in range(at - 1, -1, -1) if pieces[i].strip()), None)  # the sentence before, not a blank line
         with_before = [i for i in (before, at) if i is not None and i not in kept[rank] and pieces[i].strip() not in given]
-        for wanted in (with_before, [at]) if minus_score else (with_before,):  # one that scores may come alone
-            cost = sum(len(pieces[i]) for i in wanted)
-            tokens = sum(estimate_tokens(pieces[i]) for i in wanted) + (
-                0 if kept[rank] else estimate_tokens(passage_block(rank + 1, replace(hits[rank], given=CUT))))  # its label
-            if not used or (used + cost <= budget and spent + tokens <= room):
+        label = 0 if kept[rank] else estimate_tokens(passage_block(rank + 1, replace(hits[rank], given=CUT)))
+        for wanted in (with_before, [at]) if score else (with_before,):
+            cost, tokens = sum(len(pieces[i]) for i in wanted), label + sum(estimate_tokens(pieces[i]) for i in wanted)
+            if used + cost <= budget and spent + tokens <= room:
                 break
-        else:
-            continue
+        else:  # it does not fit, with the sentence before it or alone
+            if used:
+                continue  # (the first sentence chosen is given anyway: fit_hits tells if the context is too short)
         kept[rank].update(wanted)
         given.update(pieces[i].strip() for i in wanted)
         used, spent = used + cost, spent + tokens
@@ -2963,8 +2970,8 @@ def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None
     embeddings = embeddings if mode != "lexical" else None
     focused = focus(index, found, query, config.k, embeddings=embeddings)
     hits = fit_hits(focused, used, budget)
-    if len(hits) < len(focused):  # a short context: the sentences are chosen again, within its room
-        hits = fit_hits(focus(index, found, query, config.k, budget - used, embeddings), used, budget)
+    if len(hits) < len(focused):  # a short context: the sentences are chosen again within its room (by words:
+        hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)  # not waiting again)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
