@@ -2966,7 +2966,7 @@ def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None
         found = [hit for hit in found if hit.score >= RELEVANT_SHARE * found[0].score]
     used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
     budget = config.context - ANSWER_TOKENS
-    query = make_query(question, [asked for asked, _ in earlier])
+    query = make_query(question, [asked for asked, _ in earlier], chunks_within(index, config.only))  # (their idf)
     embeddings = embeddings if mode != "lexical" else None
     focused = focus(index, found, query, config.k, embeddings=embeddings)
     hits = fit_hits(focused, used, budget)

@@ -2088,6 +2088,30 @@ class PromptTest(unittest.TestCase):
         self.assertEqual((code, err), (0, ""))
         self.assertIn('<source id="1">\nfile: t.txt\n[…] \n The per diem is EUR 70.\n</source>', json.loads(out)["messages"][-1]["content"])
 
+    def test_asked_within_some_documents_their_sentences_are_ranked_by_those_documents_statistics(self):
+        """--only hr: "approve" is in every hr file and rare elsewhere, "PeopleHub" the other way round. The
+        sentences are ranked by hr's idf, as its chunks are: the one with PeopleHub first."""
+        files = {f"hr/note{n}.txt": f"Note {n}: managers approve expenses." for n in range(4)}
+        files.update({f"other/team{n}.txt": f"Team {n} uses PeopleHub daily." for n in range(30)})
+        files["hr/policy.txt"] = " ".join(f"Room {n} has a window." for n in range(70)) + \
+            " Managers approve it. Requests are filed in PeopleHub."
+        real, ranked = rag.ranked_sentences, []
+
+        def ranking(index, parts, *rest):
+            result = real(index, parts, *rest)
+            ranked.append([parts[rank][at].strip() for _, rank, at in result if "Room" not in parts[rank][at]])
+            return result
+        with tempfile.TemporaryDirectory() as folder:
+            for name, content in files.items():
+                os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+                    f.write(content + "\n")
+            with mock.patch.object(rag, "ranked_sentences", ranking):
+                code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", "-k", "1", "--only", "hr",
+                                           "Do managers approve requests in PeopleHub?"])
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(ranked[0][:2], ["Requests are filed in PeopleHub.", "Managers approve it."])
+
     def test_a_hit_far_below_the_best_is_not_given_unless_it_answers_part_of_a_compound_question(self):
         """A hit scored under RELEVANT_SHARE of the best one's is left out of the prompt (still found by
         --search); the parts of a compound question are scored on their own, so each part's hits are given."""
