@@ -2364,7 +2364,10 @@ def sentence_cosines(question, sentences, embeddings):
     cosines = []
     for start in range(0, len(sentences), EMBED_BATCH):
         batch = [prefix + sentence[:SENTENCE_CHARS] for sentence in sentences[start:start + EMBED_BATCH]]
-        cosines += [dot(wanted, vector) for vector in embed_texts(embeddings.config, batch, ["a sentence"] * len(batch))]
+        vectors = embed_texts(embeddings.config, batch, ["a sentence"] * len(batch))
+        if any(len(vector) != len(wanted) for vector in vectors):  # (the model changed under its name)
+            raise RagError(f"{embeddings.cache.model} made sentence vectors of another size than the question's")
+        cosines += [dot(wanted, vector) for vector in vectors]
     return cosines
 
 

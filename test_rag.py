@@ -1572,27 +1572,35 @@ class EmbedTest(EmbedCase):
 
     def test_hybrid_mode_gives_the_model_a_sentence_close_in_meaning_though_it_shares_no_word(self):
         """In hybrid mode the sentences of a hit are chosen as hits are, by words and meaning; where the
-        sentences cannot be embedded (the server went away), by words, as in lexical mode."""
+        sentences cannot be embedded (the server went away, or its model changed), by words, as in lexical mode,
+        with a warning."""
         items = ["taxi", "train", "hotel", "meal", "parking", "visa"] * 4
         self.write("fines/travel.txt", "Business trips\n\n" + " ".join(
             f"On a business trip, the {item} of day {n} is paid by the company." for n, item in enumerate(items))
             + " Traffic fines are never reimbursed.\n")  # one chunk, too long to be given whole
-        self.fake.vector = lambda text: [float(bool(re.search(r"ticket|fine", text))), 0.2]  # a fine is a ticket
+        # The fake model knows that a fine is a ticket; its vectors have fake.dims numbers (8 after resize_after).
+        self.fake.vector = lambda text: [float(bool(re.search(r"ticket|fine", text))), 0.2] + [0.0] * (self.fake.dims - 2)
         question = "Who pays for my speeding ticket on a business trip?"
         given = {}
-        for mode, fail_after in (("hybrid", None), ("hybrid", 2), ("lexical", None)):
-            self.fake.fail_after, self.fake.requests = fail_after, []  # 2: the chunks and the question are embedded, not the sentences
+        warned = {"fail_after": r"\(Ollama failed with HTTP 500: .+\)",  # (after 2 requests: the chunks', the question's)
+                  "resize_after": r"\(all-minilm made sentence vectors of another size than the question's\)"}
+        for mode, failure in (("hybrid", None), ("hybrid", "fail_after"), ("hybrid", "resize_after"), ("lexical", None)):
+            self.fake.fail_after = self.fake.resize_after = None
+            if failure:
+                setattr(self.fake, failure, 2)
+            self.fake.requests, self.fake.dims = [], 16
             code, out, err = run_main(["--host", self.fake.url, "--docs", os.path.join(self.folder, "fines"), "--no-cache",
                                        "--mode", mode, "--embed-model", "all-minilm", "--show-prompt", "--json", "-k", "1",
                                        question])
             self.assertEqual(code, 0)
             self.assertRegex(err, r"^rag.py: warning: choosing the sentences the model reads by words: they could not be "
-                                  r"embedded \(Ollama failed with HTTP 500: .+\)\n$" if fail_after else "^$")
-            given[mode, fail_after] = json.loads(out)["messages"][-1]["content"]
+                                  r"embedded " + warned[failure] + r"\n$" if failure else "^$")
+            given[mode, failure] = json.loads(out)["messages"][-1]["content"]
         self.assertIn("Traffic fines are never reimbursed.", given["hybrid", None])
         self.assertIn("[…]", given["hybrid", None])
         self.assertNotIn("Traffic fines", given["lexical", None])
-        self.assertEqual(given["hybrid", 2], given["lexical", None])
+        self.assertEqual(given["hybrid", "fail_after"], given["lexical", None])
+        self.assertEqual(given["hybrid", "resize_after"], given["lexical", None])
 
     def test_an_eval_reports_one_mode_and_does_not_fall_back_to_words(self):
         self.search(mode="hybrid")          # chunks cached
