@@ -2824,22 +2824,27 @@ def ranked_sentences(index, parts, first, query, k, embeddings=None):
     of sentences), from the hit ranked `first` on, best first. A sentence scores its tokens' idf over the
     question's ideal score, less in a lower hit; of a hit beyond k, only a sentence that shares a word is
     worth giving. With embeddings it scores as hybrid mode scores a chunk, by meaning too ("speeding
-    ticket" finds "Traffic fines are never reimbursed."); where the sentences cannot be embedded, by words."""
+    ticket" finds "Traffic fines are never reimbursed."); only the sentences worth giving are embedded, and
+    where they cannot be, words alone rank them."""
     idf = {token: index.idf(token, query.within) for token in query.weights}
     ideal = ideal_score(index, query.weights, query.within) or 1.0
-    places = [(rank, at) for rank, pieces in enumerate(parts[first:], first) for at, piece in enumerate(pieces) if piece.strip()]
-    cosines = [None] * len(places)
-    if embeddings and places:
+    worth = []  # (relevance, rank, position)
+    for rank, pieces in enumerate(parts[first:], first):
+        for at, piece in enumerate(pieces):
+            relevance = sum(query.weights[token] * idf[token] for token in set(tokenize(piece)) if token in idf) / ideal
+            if piece.strip() and (relevance or rank < k):
+                worth.append((relevance, rank, at))
+    cosines = [None] * len(worth)
+    if embeddings and worth:
         try:
-            cosines = sentence_cosines(query.text, [parts[rank][at].strip() for rank, at in places], embeddings)
+            cosines = sentence_cosines(query.text, [parts[rank][at].strip() for _, rank, at in worth], embeddings)
         except RagError as e:
             warn(f"choosing the sentences the model reads by words: they could not be embedded ({e})")
     ranked = []
-    for (rank, at), cosine in zip(places, cosines):
-        relevance = sum(query.weights[token] * idf[token] for token in set(tokenize(parts[rank][at])) if token in idf) / ideal
-        if relevance or rank < k:  # (a score below 0 counts as 0: divided by the decay, it would count more lower down)
-            score = relevance if cosine is None else max(hybrid_score(relevance, cosine), 0.0)
-            ranked.append((score / (1 + FOCUS_DECAY * rank), rank, at))
+    for (relevance, rank, at), cosine in zip(worth, cosines):
+        # A score below 0 counts as 0: divided by the rank's decay, it would count more lower down.
+        score = relevance if cosine is None else max(hybrid_score(relevance, cosine), 0.0)
+        ranked.append((score / (1 + FOCUS_DECAY * rank), rank, at))
     return sorted(ranked, key=lambda item: (-item[0], item[1], item[2]))
 
 
