@@ -2360,14 +2360,14 @@ def question_vector(question, embeddings):
 def sentence_cosines(question, sentences, embeddings):
     """Return each sentence's cosine similarity to the question, the sentences embedded now as chunks are
     (their first SENTENCE_CHARS characters: a run-on "sentence" of a table must not warn at every question)."""
-    prefix, wanted = embed_prefixes(embeddings.cache.model)[1], list(question_vector(question, embeddings))
+    prefix, asked = embed_prefixes(embeddings.cache.model)[1], list(question_vector(question, embeddings))
     cosines = []
     for start in range(0, len(sentences), EMBED_BATCH):
         batch = [prefix + sentence[:SENTENCE_CHARS] for sentence in sentences[start:start + EMBED_BATCH]]
         vectors = embed_texts(embeddings.config, batch, ["a sentence"] * len(batch))
-        if any(len(vector) != len(wanted) for vector in vectors):  # (the model changed under its name)
+        if any(len(vector) != len(asked) for vector in vectors):  # (the model changed under its name)
             raise RagError(f"{embeddings.cache.model} made sentence vectors of another size than the question's")
-        cosines += [dot(wanted, vector) for vector in vectors]
+        cosines += [dot(asked, vector) for vector in vectors]
     return cosines
 
 
@@ -2978,8 +2978,8 @@ def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None
     embeddings = embeddings if mode != "lexical" else None
     focused = focus(index, found, query, config.k, embeddings=embeddings)
     hits = fit_hits(focused, used, budget)
-    if len(hits) < len(focused):  # a short context: the sentences are chosen again within its room (by words:
-        hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)  # not waiting again)
+    if len(hits) < len(focused):  # a short context: the sentences are chosen again within its room, by words
+        hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)  # (no second wait)
     if not hits:
         raise RagError(f"no passage fits the {config.context}-token context budget beside the rules, the question "
                        f"(~{estimate_tokens(question)} tokens) and {ANSWER_TOKENS} for the answer: raise --context, "
