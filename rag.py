@@ -199,6 +199,7 @@ def say(line):
         kept.append(line)
         return
     sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def counted(n, noun):
@@ -207,7 +208,6 @@ def counted(n, noun):
     Example: counted(1, "file") -> "1 file"; counted(1200, "chunk") -> "1,200 chunks"
     """
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-    sys.stderr.flush()
 
 
 # What reading a file says is kept with the file (the index says it once, whichever process read it): the

@@ -297,6 +297,18 @@ def cuts_off(handler, request):
 
 class LoadTest(TempFolder):
 
+    def test_a_warning_is_written_whole_and_flushed_at_once(self):
+        """stderr may be a pipe to the page's log or a file: a line must not wait in a buffer (nor its
+        newline go apart), and counts read as words do."""
+        class Stderr(io.StringIO):
+            flushed = ""
+            def flush(self):
+                self.flushed = self.getvalue()
+        with mock.patch.object(sys, "stderr", Stderr()) as stderr:
+            rag.warn(f"skipped {rag.counted(1, 'file')} of other types (.png 1)")
+        self.assertEqual(stderr.flushed, "rag.py: warning: skipped 1 file of other types (.png 1)\n")
+        self.assertEqual([rag.counted(n, "chunk") for n in (0, 1, 2, 1200)], ["0 chunks", "1 chunk", "2 chunks", "1,200 chunks"])
+
     def test_decodes_utf8_bom_utf16_and_cp1252(self):
         self.write("a_plain.txt", "café menu")
         self.write("b_bom.txt", b"\xef\xbb\xbfcaf\xc3\xa9 bom")
