@@ -1989,6 +1989,14 @@ class RetrieveTest(unittest.TestCase):
 
 # ----------------------------------------------------------------------------------------- Prompt
 
+def write_lines(folder, files):
+    """Write each {name: text} under folder, in its subfolder, as a line of UTF-8."""
+    for name, content in files.items():
+        os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(content + "\n")
+
+
 def hits_of(*texts, heading="Expenses > Deadlines"):
     return [rag.Hit(n, 1.0, rag.Chunk("handbook.txt", heading, n * 10, n * 10 + 5, text))
             for n, text in enumerate(texts, 1)]
@@ -2085,9 +2093,7 @@ class PromptTest(unittest.TestCase):
         files = {"summary.txt": "Per diem: EUR 70 a day, in Japan as elsewhere, paid with the salary of the month after the trip.",
                  "travel.txt": long + " In Japan the per diem covers meals, and the per diem is paid in yen."}
         with tempfile.TemporaryDirectory() as folder:
-            for name, content in files.items():
-                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                    f.write(content + "\n")
+            write_lines(folder, files)
             code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", "-k", "2",
                                        "What is the per diem in Japan?"])
         self.assertEqual((code, err), (0, ""))
@@ -2122,10 +2128,7 @@ class PromptTest(unittest.TestCase):
             ranked.append([parts[rank][at].strip() for _, rank, at in result if "Room" not in parts[rank][at]])
             return result
         with tempfile.TemporaryDirectory() as folder:
-            for name, content in files.items():
-                os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
-                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                    f.write(content + "\n")
+            write_lines(folder, files)
             with mock.patch.object(rag, "ranked_sentences", ranking):
                 code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", "-k", "1", "--only", "hr",
                                            "Do managers approve requests in PeopleHub?"])
@@ -2138,9 +2141,7 @@ class PromptTest(unittest.TestCase):
         files = {"a.txt": "The per diem in Japan is EUR 70 a day.", "b.txt": "Offices in Japan close in August.",
                  "c.txt": "Laptops are replaced every three years."}
         with tempfile.TemporaryDirectory() as folder:
-            for name, content in files.items():
-                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                    f.write(content + "\n")
+            write_lines(folder, files)
             given, found = [], []
             for question in ("What is the per diem in Japan?", "What is the per diem in Japan and when do offices close?"):
                 code, out, err = run_main(["--docs", folder, "--no-cache", "--show-prompt", "--json", question])
