@@ -40,7 +40,7 @@ import weakref
 import zlib
 from array import array
 from collections import Counter, deque
-from contextlib import contextmanager, redirect_stderr
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from html.parser import HTMLParser
@@ -64,20 +64,11 @@ DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
-INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the
-                              # parts committed. Each part writes a row per token it holds (at 149 MB, 28
-                              # parts of 5,000 chunks took 8.1 s of SQL, 7 of 20,000 took 4.3 s), and is
-                              # held whole by the process that makes it and the one that writes it: a first
-                              # run over a 200 MB mixed folder took 65-71 s and 511-537 MiB in all with
-                              # 16 MiB parts, 70-77 s and 332-363 MiB with 8 MiB (measured, 2 cores)
-INDEX_BATCH_BYTES = 2**20  # a smaller folder is read in one batch; a bigger one in three batches a core or more
-INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
-PROGRESS_AFTER_SECONDS = 2.0  # reading that takes longer shows its progress on a terminal
-PROGRESS_SECONDS = 0.25    # the progress line is rewritten this often at most
+INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the parts
+                              # committed. Bigger parts write fewer rows, and take more memory (README, "Limits")
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
 CACHED_CHUNKS = 2000       # chunks kept for the next questions, at most (about 2 KB each)
-KEPT_FILTERS = 8           # --only filters kept for the next questions (about 9 bytes a chunk each)
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
@@ -121,7 +112,6 @@ UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estim
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NEW_TOPIC = "/new"       # typed at the interactive prompt, it ends a conversation's follow-ups
-ONLY = "/only"           # typed at the prompt with --only terms, the questions after it are asked within them
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
 
 EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-token context (Ollama's pick)
@@ -137,7 +127,6 @@ SHORTLIST = 1500       # embedding search compares the question with this many c
 COLUMNS = 100          # width of --search, --explain and --eval listings
 EXPLAIN_PARTS = 10     # --explain shows this many of a hit's tokens at most, the largest (then the rest summed)
 EXCERPT_CHARS = 300    # characters of a passage shown under each hit of --search
-MAX_FAILURES_IN_A_ROW = 3  # --eval --answer stops asking the model after this many failures in a row
 
 # Snowball's English stop word list (shared/reference/porter2/stop.txt), the forms without apostrophes:
 # words with an apostrophe never reach it, because tokens split at apostrophes.
@@ -258,7 +247,8 @@ class Hit:
     score: float
     chunk: Chunk
     number: int = 0   # the chunk's number in the index
-    copies: tuple = ()  # chunks found lower that hold no other text (a copy of the file, another format of it)
+    copies: tuple = ()  # other chunks of the same text, found lower (Appendix: copies), the first few
+    more_copies: int = 0  # and how many more there are
     given: str = ""   # the part of its text the model is given, cuts marked […] (focus); "": all of it
 
 
@@ -299,12 +289,19 @@ class Answer:
     question: str
     mode: str                       # the mode that found the hits (hybrid may fall back to words)
     found: list                     # the hits retrieved, best first
+    queries: tuple = ()             # what was searched for: the question's Query, then its parts' (Retrieve)
     hits: list = ()                 # those the model was given, numbered as it saw them
     request: Request = None         # the chat request; None: the model need not be asked
     text: str = ""
     citations: list = ()            # the numbers of the hits the text cites, in order
     warnings: list = ()
     failure: BaseException = None   # what stopped the model (a RagError, or Ctrl-C), if anything
+
+
+# Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
+# its section, until an appendix puts its own there. (The readers, the kinds of server and the commands
+# have dicts of their own.)
+HOOKS = {}
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -804,6 +801,15 @@ def place(chunk):
     return PAGE_NAMES.get(os.path.splitext(chunk.source)[1].lower(), "p.") + f" {first}" + (f"-{last}" if last != first else "")
 
 
+def also_in(hit, most=3):
+    """Return where else a hit's text is (its copies), naming the first few places.
+
+    Example: "also in b.pdf p. 2, c/a.md:1-3 and 2 more"
+    """
+    more = len(hit.copies) + hit.more_copies - most
+    return "also in " + ", ".join(map(where, hit.copies[:most])) + (f" and {more} more" if more > 0 else "")
+
+
 def tail(pieces, size):
     """Return the end of the pieces' text as pieces: at most size characters and at most half of the
     text, starting at a word; [] when there is none. The first is cut, so it knows the line it starts on.
@@ -1105,6 +1111,16 @@ CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked I
 """
 
 
+# What the appendices keep in the index beside the chunks and postings, by name: each a dict of
+#   schema: its tables (SQL), made with the index's and dropped with them
+#   fact(chunk) -> what to keep of a chunk as it is indexed (in a worker process, maybe)
+#   added(db, first number, [fact of each chunk of a part]): store them as the part is added
+#   dropped(db, chunk numbers): forget those chunks
+#   updated(index): after a run that changed the index, in one transaction: work out what it needs
+#   read(index) -> what questions need of it, kept in index.extras (read with the lengths)
+INDEX_EXTRAS = {}
+
+
 class Index:
     """The chunks and their inverted index, in an SQLite database: for each token, in which chunks it
     is and how often. A database in the cache folder persists between runs; ":memory:" does not.
@@ -1134,7 +1150,8 @@ class Index:
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
         self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, [])
-        self.file_chunks, self.filters, self.records = None, {}, None  # kept worked out: see chunks_within, route_files
+        self.memo = {}  # what the appendices work out from the index and keep for the next questions
+        self.extras = {name: extra["read"](self) for name, extra in INDEX_EXTRAS.items()}
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
         # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
         self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
@@ -1275,7 +1292,7 @@ def make_tables(db):
             db.execute("PRAGMA page_size = 16384")  # (a new database's) a Japanese chunk fits a page; fewer pages
             db.execute("PRAGMA journal_mode = WAL").fetchall()  # readers go on while another process writes
             db.execute("PRAGMA synchronous = NORMAL")  # a commit outlives a killed process; a power cut may not
-            db.executescript("BEGIN IMMEDIATE;" + INDEX_SCHEMA + "COMMIT;")  # one process at a time makes them
+            db.executescript("BEGIN IMMEDIATE;" + index_schema() + "COMMIT;")  # one process at a time makes them
             return
         except sqlite3.OperationalError as e:
             if attempt == 5 or not re.search("locked|schema has changed", str(e)):
@@ -1283,6 +1300,11 @@ def make_tables(db):
             if db.in_transaction:
                 db.execute("ROLLBACK")
             time.sleep(0.05 * attempt)
+
+
+def index_schema():
+    """Return the SQL that makes the index's tables, the appendices' (INDEX_EXTRAS) too."""
+    return INDEX_SCHEMA + "".join(extra["schema"] for extra in INDEX_EXTRAS.values())
 
 
 def first_row(db, query, values=()):
@@ -1343,9 +1365,10 @@ def open_index(path, again=True):
             return index
         warn(f"the index {path} was made by another version of rag.py: indexing anew (its vectors are kept)")
         with transaction(index.db, path):  # tables made anew, as this version makes them (the vectors stay)
-            for table in ("files", "chunks", "parts", "postings", "meta"):
+            for table, in index.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                                           "('vectors', 'signs', 'questions')").fetchall():
                 index.db.execute(f"DROP TABLE {table}")
-            for statement in INDEX_SCHEMA.split(";"):  # (executescript would commit first)
+            for statement in index_schema().split(";"):  # (executescript would commit first)
                 index.db.execute(statement)
         index.read_lengths()
         return index
@@ -1371,7 +1394,7 @@ def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
     """Bring the index up to date with the files: read, split and index the new and changed ones (those
     whose identity is not the one the index saw), and drop the chunks of changed and removed ones. Each
     part (a batch of files) is committed as it is done, so a run that is stopped keeps them. progress, if
-    given, is told how far the reading has come (a Reading). Return how many files were read."""
+    given, is told how far the reading has come (a Progress). Return how many files were read."""
     known = dict(index.db.execute("SELECT path, identity FROM files"))
     wanted = {file.path for file in files}
     todo = [file for file in files if known.get(file.path) != file.identity]
@@ -1385,39 +1408,44 @@ def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
         index_files(index, todo, most_bytes, progress)
     finally:
         gc.enable()
-    if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
+    if gone or todo:
         with transaction(index.db, index.path):
-            merge_parts(index)
+            if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
+                merge_parts(index)
+            for extra in INDEX_EXTRAS.values():
+                extra["updated"](index)
     index.read_lengths()
     return len(todo)
 
 
 @dataclass(frozen=True)
-class Reading:
-    """How far the reading of a run's new and changed files has come, as progress is told of it."""
-    files: int        # read so far
+class Progress:
+    """How far a long step has come (reading the new and changed files, embedding chunks), as it is told."""
+    count: int        # files read (or chunks embedded) so far
     pages: int        # of the documents of pages (PDFs, decks, workbooks, books) read so far
     size: int         # bytes read so far
-    total_files: int
+    total: int        # files (or chunks) in all
     total_size: int
-    seconds: float    # since the reading started
+    seconds: float    # since the step started
     done: bool = False
+    task: str = "indexing"
+    unit: str = "file"
 
 
 def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
     """Read, split and index the files, batch by batch, each committed as a part as soon as it is made: a
     run that is stopped keeps the parts committed. What reading a file said is said as its part is added
     (the same lines whichever process read it), and kept with the file when it would say it again."""
-    batches, started, pages = file_batches(todo), time.monotonic(), [0]
-    totals = (len(todo), sum(map(file_size, todo)))
+    started, totals, pages = time.monotonic(), (len(todo), sum(map(file_size, todo))), [0]
 
     def tell(tally, done=False):  # tally: [files, pages, bytes] read so far
         pages[0] = int(tally[1])
         if progress:
-            progress(Reading(int(tally[0]), pages[0], int(tally[2]), *totals, time.monotonic() - started, done))
+            progress(Progress(int(tally[0]), pages[0], int(tally[2]), *totals, time.monotonic() - started, done))
 
     tell([0, 0, 0])
-    with parts_made(batches, most_bytes, tell) as parts:
+    parts = HOOKS["parts"](todo, most_bytes, tell)
+    try:
         for part in parts:
             if part.notes and progress:
                 progress(None)  # the progress line makes way
@@ -1427,17 +1455,9 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
             if part.files:  # (a batch none of whose files will stay as they are makes no part)
                 with transaction(index.db, index.path):
                     add_part(index, part)
+    finally:
+        parts.close()  # (a worker process is handed no more batches)
     tell([totals[0], pages[0], totals[1]], done=True)
-
-
-def show_progress(action, done, total, started, unit):
-    """On a terminal, show how far a long step has come: done/total, the rate and the time left."""
-    if not sys.stderr.isatty():
-        return
-    rate = done / max(time.monotonic() - started, 1e-6)
-    end = "\n" if done == total else ""
-    print(f"\r{action} {done}/{total} {unit}, {rate:.0f}/s, about {(total - done) / rate:.0f} s left ", end=end,
-          file=sys.stderr, flush=True)
 
 
 def file_size(file):
@@ -1445,11 +1465,8 @@ def file_size(file):
     return int(file.identity.split()[0]) if file.identity else 0
 
 
-def file_batches(files):
-    """Return the files in batches, in order: of about INDEX_PART_BYTES, or smaller where the files are
-    fewer, so that every core gets a few (at least INDEX_BATCH_BYTES each; a larger file is a batch alone)."""
-    cores = min(os.cpu_count() or 1, INDEX_WORKERS)
-    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (3 * cores)))
+def file_batches(files, most):
+    """Return the files in batches of about `most` bytes, in order (a larger file is a batch alone)."""
     batches, size = [[]], 0
     for file in files:
         if batches[-1] and size + file_size(file) > most:
@@ -1460,26 +1477,12 @@ def file_batches(files):
     return batches if files else []
 
 
-@contextmanager
-def parts_made(batches, most_bytes=MAX_FILE_BYTES, tell=None):
-    """Give the Parts of the batches, in order: made by worker processes (one per core, up to
-    INDEX_WORKERS) when there are batches for more than one, so a big folder is read with every core;
-    else made here. Each worker is handed one batch ahead, no more: parts waiting to be written (while
-    another rag.py writes, say) take memory. Leaving the with-block stops handing out batches. tell, if
-    given, is told of the files read so far: [files, pages, bytes], at least every PROGRESS_SECONDS."""
-    workers = min(os.cpu_count() or 1, INDEX_WORKERS, len(batches))
-    pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
-    tell = tell or (lambda tally: None)
-    if pool is None:
-        count = partial(add_to_tally, [0, 0, 0], tell)  # one tally for every batch
-        yield (make_part(batch, most_bytes, count) for batch in batches)
-        return
-    try:
-        yield parts_from(pool, batches, ahead, most_bytes, tally, tell)
-    finally:
-        for future in ahead:
-            future.cancel()
-        pool.shutdown()
+def parts_made_here(files, most_bytes=MAX_FILE_BYTES, tell=None):
+    """Yield the Parts of the files, batch by batch, made in this process; tell, if given, is told of the
+    files read so far: [files, pages, bytes]. (Appendix: worker processes makes them with every core.)"""
+    count = partial(add_to_tally, [0, 0, 0], tell or (lambda tally: None))
+    for batch in file_batches(files, INDEX_PART_BYTES):
+        yield make_part(batch, most_bytes, count)
 
 
 def add_to_tally(tally, tell, pages, size):
@@ -1488,77 +1491,7 @@ def add_to_tally(tally, tell, pages, size):
     tell(tally)
 
 
-def start_workers(count, batches, most_bytes=MAX_FILE_BYTES):
-    """Return a pool of worker processes, the first batches handed to them (futures of their parts) and
-    the tally they keep of the files they read, or (None, None, None) where none can be started. They are
-    started afresh ("spawn", on every system: a process forked from one with threads may hang) as those
-    batches are handed out, here, with stderr going nowhere: what they have to say comes back with their
-    parts, and one stopped by Ctrl-C (which the main process handles) is not heard. (Not from the page's
-    threads: the others' log lines would go nowhere meanwhile.)"""
-    from concurrent.futures import ProcessPoolExecutor
-    import multiprocessing
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        return None, None, None
-    try:
-        stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    except OSError:  # no stderr at all (`2>&-`)
-        return None, None, None
-    os.dup2(nowhere, 2)  # the new processes' stderr
-    pool = None
-    try:
-        spawn = multiprocessing.get_context("spawn")
-        tally = spawn.Array("d", 3)  # shared memory: [files, pages, bytes] the workers have read
-        pool = ProcessPoolExecutor(count, spawn, worker_started, (tally,))
-        return pool, deque(pool.submit(make_part_in_worker, batch, most_bytes) for batch in batches), tally
-    except Exception:  # whatever keeps them from starting (a sandbox without semaphores; PyPy 3.9 cannot
-        if pool:       # spawn them): the work is done here
-            pool.shutdown(wait=False)
-        return None, None, None
-    finally:
-        os.dup2(stderr, 2)
-        os.close(stderr), os.close(nowhere)
-
-
-def parts_from(pool, batches, ahead, most_bytes, tally, tell):
-    """Yield the parts of the batches, in order, from the pool (ahead: the futures of the first ones,
-    handed out already), handing it the next batch as each part is taken, and telling the workers' tally
-    while waiting. Should a worker stop (killed, out of memory), the batches not done yet are done here."""
-    from concurrent.futures import wait
-    from concurrent.futures.process import BrokenProcessPool
-    done = 0
-    try:
-        for batch in batches[len(ahead):] + [None] * len(ahead):
-            if batch is not None:
-                ahead.append(pool.submit(make_part_in_worker, batch, most_bytes))
-            while not wait([ahead[0]], PROGRESS_SECONDS).done:
-                tell(tally)
-            yield ahead.popleft().result()
-            done += 1
-    except BrokenProcessPool:
-        warn("a process reading the files stopped; reading the rest in this one")
-        yield from (make_part(batch, most_bytes, partial(add_to_tally, tally, tell)) for batch in batches[done:])
-
-
-# In a worker process, the tally it shares with the main one (set as it starts; None elsewhere).
-WORKER_TALLY = None
-
-
-def worker_started(tally):
-    """Set up a worker process as it starts: keep the shared tally, and no cycle collector (see update_index)."""
-    global WORKER_TALLY
-    WORKER_TALLY = tally
-    gc.disable()
-
-
-def make_part_in_worker(files, most_bytes):
-    """Return make_part(files), adding each file read to the tally shared with the main process."""
-    return make_part(files, most_bytes, count_in_worker)
-
-
-def count_in_worker(pages, size):
-    with WORKER_TALLY.get_lock():  # (the other workers add to it too)
-        WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+HOOKS["parts"] = parts_made_here
 
 
 @dataclass(frozen=True)
@@ -1576,6 +1509,7 @@ class Part:
     ends: array       # token i's postings are numbers[ends[i - 1]:ends[i]] (from 0 for the first)
     numbers: array
     counts: array
+    facts: dict = field(default_factory=dict)  # name of an INDEX_EXTRAS -> its fact of each chunk
 
 
 def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
@@ -1599,6 +1533,7 @@ def part_of(read, kept=None, notes=(), batch_size=0):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
     (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read)."""
     chunks, lengths, postings = [], array("I"), {}  # postings: token -> (array of numbers, array of counts)
+    facts = {name: [] for name in INDEX_EXTRAS}
     for file, file_chunks in read:
         for chunk in file_chunks:
             tokens, number = tokenize(indexed_text(chunk)), len(chunks)
@@ -1608,6 +1543,8 @@ def part_of(read, kept=None, notes=(), batch_size=0):
                     posting = postings[token] = (array("I"), array("H"))
                 posting[0].append(number)
                 posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
+            for name, values in facts.items():
+                values.append(INDEX_EXTRAS[name]["fact"](chunk))
             chunks.append((file.path, chunk))
             lengths.append(len(tokens))
     tokens, numbers, counts, ends = sorted(postings), array("I"), array("H"), array("I")
@@ -1616,7 +1553,7 @@ def part_of(read, kept=None, notes=(), batch_size=0):
         counts.extend(postings[token][1])
         ends.append(len(numbers))
     kept = [file for file, _ in read] if kept is None else kept
-    return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts)
+    return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts, facts)
 
 
 def add_part(index, part):
@@ -1641,8 +1578,7 @@ def add_part(index, part):
                      *(chunk.pages or (0, 0)), chunk.text, part_id, text_key(chunk.text))
                     for number, (path, chunk) in enumerate(part.chunks)))
     # A part's rows go in after every earlier part's, in token order, as the table keeps them (by part, then
-    # token): a commit writes only new pages. Kept by token first, every part wrote into pages all over the
-    # table: 13.3 s of SQL for a 149 MB folder (28 parts) instead of 3.6 s with this order and bigger parts.
+    # token): a commit writes only new pages (kept by token first, every part wrote pages all over the table).
     numbers = array("I", map(base.__add__, part.numbers)).tobytes() if base else part.numbers.tobytes()
     counts = part.counts.tobytes()
     db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)",
@@ -1651,6 +1587,8 @@ def add_part(index, part):
     db.execute("INSERT INTO parts VALUES (?, ?, ?)",
                (part_id, array("I", range(base, base + len(part.chunks))).tobytes(), part.lengths.tobytes()))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (index_format(),))
+    for name, facts in part.facts.items():
+        INDEX_EXTRAS[name]["added"](db, base, facts)
 
 
 def indexed_text(chunk):
@@ -1683,6 +1621,8 @@ def drop_files(index, paths):
             tokens.update(tokenize(indexed_text(Chunk("", heading, 0, 0, text))))  # as they were indexed
         db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         db.execute("DELETE FROM files WHERE path = ?", (path,))
+    for extra in INDEX_EXTRAS.values():
+        extra["dropped"](db, [number for numbers, _ in gone.values() for number in numbers])
     for part, (numbers, tokens) in gone.items():
         for token in tokens:
             found, counts = first_row(db, "SELECT numbers, counts FROM postings WHERE token = ? AND part = ?",
@@ -2229,7 +2169,7 @@ class Embeddings:
     vectors: dict = field(default_factory=dict)  # chunk number -> unit vector, read from the cache once asked for
 
 
-def use_embeddings(index, config, cache=None):
+def use_embeddings(index, config, cache=None, progress=None):
     """Return (Embeddings, mode) for the index's chunks, embedding those not in the cache. In hybrid
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search.
     In auto mode, the same when embedding the chunks not in the cache would take over AUTO_EMBED_SECONDS:
@@ -2240,7 +2180,7 @@ def use_embeddings(index, config, cache=None):
     try:
         keys = index.digests()
         wanted = set(keys.values())
-        if len(embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf)) > len(wanted):
+        if len(embed_chunks(index, keys, cache, config, AUTO_EMBED_SECONDS if auto else math.inf, progress)) > len(wanted):
             cache.keep_only(wanted)  # the vectors of chunks gone
         signs = cache.signs()  # (0: a vector another rag.py dropped just now; vectors_of embeds it again)
         return Embeddings({number: signs.get(key, 0) for number, key in keys.items()}, keys, cache, config, index), \
@@ -2283,11 +2223,12 @@ def embed_texts(config, texts, labels, shortened=False):
     return vectors
 
 
-def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
+def embed_chunks(index, keys, cache, config, seconds=math.inf, progress=None, retried=False):
     """Embed the chunks whose vectors are not in the cache, in batches, each committed to the cache as it
     comes (a first run over many documents can take an hour: one that stops goes on from there next
     time). When that would take over `seconds` at the pace measured, say so (a RagError) rather than
-    start or go on. keys: {chunk number: key}; return the keys of every chunk vector cached."""
+    start or go on. progress, if given, is told how far it has come (a Progress). keys: {chunk number:
+    key}; return the keys of every chunk vector cached."""
     cached = cache.keys()
     missing = {}  # key -> chunk number: chunks of the same text (a file copied twice) are embedded once
     for number, key in keys.items():
@@ -2309,15 +2250,15 @@ def embed_chunks(index, keys, cache, config, seconds=math.inf, retried=False):
         cache.add("chunks", [key for key, _ in batch], embed_texts(config, [prefix + chunk.text for chunk in chunks], labels))
         done, spent = start + len(batch), time.monotonic() - started
         pace = cache.pace(done / max(spent, 1e-6))
-        if len(missing) > 4 * EMBED_BATCH:  # a few batches go by too fast to show
-            show_progress("embedding", done, len(missing), started, "chunks")
+        if progress:
+            progress(Progress(done, 0, 0, len(missing), 0, spent, done == len(missing), "embedding", "chunk"))
         if spent + (len(missing) - done) / pace > seconds:
             raise RagError(not_embedded(len(missing) - done, len(keys), pace, cache.model))
     cached = cache.keys()
     if set(keys.values()) - cached:  # the vector size changed during the run: the vectors before it were dropped
         if retried:
             raise RagError(f"{cache.model} keeps changing the size of its vectors; try again")
-        return embed_chunks(index, keys, cache, config, seconds, retried=True)
+        return embed_chunks(index, keys, cache, config, seconds, progress, retried=True)
     return cached
 
 
@@ -2378,12 +2319,14 @@ def sentence_cosines(question, sentences, embeddings):
 
 @dataclass(frozen=True)
 class Within:
-    """The chunks a question may find (of the files --only terms keep), and their statistics for BM25."""
-    terms: tuple      # the --only terms
+    """Some of the chunks, those a question may find, with their statistics: they are scored as an index
+    of just them would score them (HOOKS["within"] makes one; Appendix: asking within, of --only terms)."""
+    terms: tuple      # what keeps them
     mask: bytearray   # by chunk number: 1 within, 0 not
     runs: list        # [(first, stop)]: the chunks numbered first to stop - 1 are within, ascending
     size: int         # chunks within
     norms: list       # by chunk number: BM25's length part (as Index.norms) by the average length of those within
+    files: tuple = (0, 0)  # (documents within, documents in all)
 
 
 @dataclass(frozen=True)
@@ -2391,7 +2334,7 @@ class Query:
     """What is searched for: the tokens to match, each with its weight, and the text to embed."""
     weights: dict     # token -> weight: 1 for the question's own tokens, less for an earlier question's
     text: str         # the question, after the one before it when it follows up ("and the hotel cap?")
-    within: Within = None  # the chunks it may find (chunks_within); None: every chunk
+    within: Within = None  # the chunks it may find; None: every chunk
 
 
 def make_query(question, earlier=(), within=None):
@@ -2408,149 +2351,6 @@ def make_query(question, earlier=(), within=None):
         for token in tokenize(text):
             weights.setdefault(token, HISTORY_WEIGHT ** back * share)
     return Query(weights, " ".join(earlier[-1:] + [question]), within)
-
-
-# A question can be asked of some documents only: --only terms name them. A term is a glob over a file's
-# source, written as in .gitignore: "*.pdf" or "hr" (a name at any depth), "hr/policies/**" (a path from the
-# top; * stays within a folder, ** crosses folders), and a folder stands for every file below it; "!drafts"
-# leaves out what it names. kind:pdf,docx keeps files of those kinds; since:DATE and before:DATE the files
-# last changed from or before a day (2026, 2026-03, 2026-03-31; or 30d: 30 days ago). A file is within when
-# any glob names it (or there is none), no "!" glob names it, it is of a kind named (or none is), and its
-# date fits: "hr" kind:pdf is the PDFs in hr.
-#
-# The filter is applied inside the search: only the chunks within are scored, so the k best are the k best
-# of those files. (Filtered after ranking, the k best of the whole folder would hold few of theirs, or
-# none.) They are scored with the statistics of the files within (idf, average length), as an index of
-# just those files would score them: in a folder of one topic, the words all its files share tell its
-# files apart less than they tell it from the rest (README, "Asking within some documents", measures it).
-
-def only_rules(terms):
-    """Return (the globs that keep, those that leave out, as glob_rule gives them; the kinds of file; the
-    earliest and latest time of last change) of --only terms; a RagError says what is wrong with one."""
-    keep, leave, kinds, since, before = [], [], set(), -math.inf, math.inf
-    for term in terms:
-        name, colon, value = term.partition(":")
-        if colon and name.lower() == "kind":
-            kinds.update("." + kind.strip(". ").lower() for kind in value.split(","))
-            if not kinds <= set(READERS):
-                raise RagError(f"--only {term!r}: rag.py reads the kinds " + ", ".join(sorted(s[1:] for s in READERS)), 2)
-        elif colon and name.lower() in ("since", "before"):
-            moment = day_start(value.strip(), term)
-            since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
-        elif term.startswith("!"):
-            leave.append(glob_rule(term[1:], term))
-        else:
-            keep.append(glob_rule(term, term))
-    return keep, leave, kinds, since, before
-
-
-def is_within(rules, source, changed):
-    """True when a file (its source, and when it last changed) is within the rules of only_rules."""
-    keep, leave, kinds, since, before = rules
-    return (since <= changed < before and (not kinds or os.path.splitext(source)[1].lower() in kinds)
-            and not any(glob_matches(rule, source) for rule in leave)
-            and (not keep or any(glob_matches(rule, source) for rule in keep)))
-
-
-def glob_rule(glob, term):
-    """Return a glob, read as .gitignore reads one, as what each part of a path must be in turn: a pattern
-    of one part (part_pattern), or None for ** (any number of parts); one without wildcards as (from the
-    top?, its text). With a / inside, the glob is matched from the top of --docs, else it names a file or
-    folder at any depth; a folder stands for all below it.
-
-    Example: "hr/**/*.pdf" -> [hr, None, *.pdf, None]: "hr/a.pdf", "hr/2026/a.pdf", not "it/hr/a.pdf"
-    """
-    glob = glob.strip().replace("\\", "/")
-    anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
-    if not glob:
-        raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
-    if not re.search(r"[*?]", glob):  # a name or path without wildcards ("hr", "/hr/2026"): found as it is
-        return anchored, "/" + "/".join(part for part in glob.lower().split("/") if part) + "/"
-    parts = [None if part == "**" else part_pattern(part) for part in glob.split("/") if part]
-    return ([] if anchored else [None]) + parts + [None]
-
-
-def part_pattern(part):
-    """Return the pattern of one part of a glob: * any run of characters, ? any one, case ignored. Each *
-    takes the first place where the characters up to the next * fit, and never tries another
-    ((?=(...))\\1 cannot be backtracked into): that finds a match when there is one, where a pattern that
-    tried every place could take hours on a name for "*a*a*a*a*a*a*b"."""
-    runs = [re.escape(run).replace("\\?", ".") for run in re.split(r"\*+", part)]
-    pattern = runs[0] + "".join(f"(?=(?P<r{n}>.*?{run}))(?P=r{n})" for n, run in enumerate(runs[1:-1]))
-    return re.compile(pattern + (".*" + runs[-1] if len(runs) > 1 else ""), re.IGNORECASE | re.DOTALL)
-
-
-def glob_matches(rule, source):
-    """True when a file's source matches a glob_rule: as it is (a name or path without wildcards), or part
-    by part. Between two ** the parts must come in order: each run of them is taken at the first place it
-    fits, which finds a match when there is one (no place is tried twice)."""
-    if isinstance(rule, tuple):  # (from the top?, "/a name or path/")
-        anchored, text = rule
-        return ("/" + source.lower() + "/").startswith(text) if anchored else text in "/" + source.lower() + "/"
-    parts, runs = source.split("/"), [[]]  # runs: the patterns between the **s
-    for pattern in rule:
-        runs.append([]) if pattern is None else runs[-1].append(pattern)
-
-    def fits(run, at):
-        return at + len(run) <= len(parts) and all(pattern.fullmatch(parts[at + i]) for i, pattern in enumerate(run))
-    if not fits(runs[0], 0):
-        return False
-    at = len(runs[0])
-    for run in runs[1:-1]:
-        at = next((start + len(run) for start in range(at, len(parts) - len(run) + 1) if fits(run, start)), None)
-        if at is None:
-            return False
-    return fits(runs[-1], len(parts) - len(runs[-1])) and at <= len(parts) - len(runs[-1])
-
-
-def day_start(value, term):
-    """Return the time (seconds since 1970) a date names: the first moment of its day (local time), or for
-    "30d" this moment 30 days ago."""
-    import datetime  # here, not at the top: see the note after the imports
-    if re.fullmatch(r"\d{1,5}d", value):
-        return time.time() - int(value[:-1]) * 86400
-    parts = re.fullmatch(r"(\d{4})(?:-(\d\d?)(?:-(\d\d?))?)?", value)
-    try:
-        day = datetime.date(int(parts[1]), int(parts[2] or 1), int(parts[3] or 1))
-        return time.mktime(day.timetuple())
-    except (TypeError, ValueError, OverflowError):  # TypeError: no match
-        raise RagError(f"--only {term!r}: expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d", 2) from None
-
-
-def chunks_within(index, only):
-    """Return the Within of the files that the --only terms keep, or None when there are no terms. A file's
-    chunks are numbered one after another (they are indexed together), and so are the files of a folder
-    read in one run: each is a run of numbers. Kept for the next questions within the same terms (the last
-    KEPT_FILTERS)."""
-    if not only:
-        return None
-    within = index.filters.get(only)
-    if within is None:
-        if index.file_chunks is None:  # (source, last changed, first and last chunk) of each file with text
-            index.file_chunks = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last
-                                 in index.rows("SELECT files.source, identity, min(number), max(number) FROM files JOIN "
-                                               "chunks ON chunks.path = files.path GROUP BY files.path ORDER BY 3")]
-        rules, mask, runs = only_rules(only), bytearray(len(index.norms)), []
-        for source, changed, first, last in index.file_chunks:
-            if is_within(rules, source, changed):
-                mask[first:last + 1] = b"\1" * (last + 1 - first)
-                if runs and runs[-1][1] == first:  # right after the file before it: one run
-                    runs[-1] = (runs[-1][0], last + 1)
-                else:
-                    runs.append((first, last + 1))
-        if not runs:
-            names = f" (their names look like {index.file_chunks[0][0]!r})" if index.file_chunks else ""
-            raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
-        lengths = list(itertools.compress(zip(index.numbers, index.lengths), map(mask.__getitem__, index.numbers)))
-        average, norms = sum(length for _, length in lengths) / len(lengths) or 1.0, [0.0] * len(index.norms)
-        for number, length in lengths:
-            norms[number] = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        within = Within(only, mask, runs, len(lengths), norms)
-        with index.lock:  # (the page's threads ask at once)
-            index.filters[only] = within
-            while len(index.filters) > KEPT_FILTERS:  # the oldest go first
-                index.filters.pop(next(iter(index.filters)), None)
-    return within
 
 
 def lexical_ranking(index, query, depth, embeddings=None):
@@ -2689,80 +2489,59 @@ def sub_queries(question):
     return parts if len(parts) > 1 and all(IS_QUESTION.match(part) for part in parts) else []
 
 
-def rank(index, question, k, mode, embeddings=None, earlier=(), only=()):
-    """Return the k best hits for the question by one mode, best first, among the chunks within the
-    --only terms. A compound question is also asked part by part, and the rankings of the whole and of
-    the parts take turns, so each part gets hits; a follow-up question is searched with the earlier
-    questions' words too (make_query). The same text found in several files is one hit (distinct_hits):
-    the ranking goes deeper to find k."""
-    ranking_of, within = RANKINGS[mode], chunks_within(index, only)
-    queries = [make_query(part, earlier, within) for part in [question] + sub_queries(question)]
-    depth, words = k, {}  # words: each chunk's, worked out once
-    while True:
+def queries_of(index, question, earlier=(), only=()):
+    """Return what a question searches for: its Query, then its parts' when it asks several things, each
+    following up on the earlier questions and within the chunks the only terms keep (HOOKS["within"])."""
+    within = HOOKS["within"](index, only)
+    return [make_query(part, earlier, within) for part in [question] + sub_queries(question)]
+
+
+def no_within(index, only):
+    """Return the chunks a question may find: all of them (None). (Appendix: asking within narrows them.)"""
+    return None
+
+
+HOOKS["within"] = no_within
+
+
+def rank(index, queries, k, mode, embeddings=None):
+    """Return the k best hits for the queries (queries_of) by one mode, best first. A compound question is
+    also asked part by part, and the rankings of the whole and of the parts take turns, so each part gets
+    hits. HOOKS["hits"] makes the hits of the ranking (Appendix: copies asks it for more when the same text
+    comes several times)."""
+    ranking_of = RANKINGS[mode]
+
+    def ranking_at(depth):
         if len(queries) > 1:
-            ranking = interleave([ranking_of(index, query, depth, embeddings) for query in queries])[:depth]
-        else:
-            ranking = ranking_of(index, queries[0], depth, embeddings)
-        hits = distinct_hits(ranking, index.chunks_numbered([number for number, _ in ranking]), words)
-        if len(hits) >= k or len(ranking) < depth:  # enough, or all there is
-            return hits[:k]
-        depth += (k - len(hits)) * -(-len(ranking) // len(hits))  # as many more as the copies so far suggest
+            return interleave([ranking_of(index, query, depth, embeddings) for query in queries])[:depth]
+        return ranking_of(index, queries[0], depth, embeddings)
+    return HOOKS["hits"](index, ranking_at, k)
 
 
-def distinct_hits(ranking, chunks, words_of=None):
-    """Return the hits of a ranking, [(chunk number, score)] with their chunks, numbered from 1: a chunk
-    whose text a hit above it holds whole (a copy of a file; the same document saved in another format,
-    and so cut at other places) is not a hit of its own but one of that hit's copies. Texts are compared
-    by their words, lowercased: line breaks, spaces and punctuation do not count; any other change does.
-    words_of: {chunk number: its words} worked out before, added to.
-
-    Example: chunks "Book early." (a.md), "Book trains early." (b.md), "book  EARLY" (c.txt) -> hits a.md
-    (with its copy c.txt) and b.md
-    """
-    hits, texts, words_of = [], [], {} if words_of is None else words_of  # texts: each hit's, and as a set
-    for (number, score), chunk in zip(ranking, chunks):
-        if number not in words_of:  # (kept for a deeper ranking of the same question: see rank)
-            lowered = chunk.text.lower()  # (ASCII text is split faster by translate, as tokenize does)
-            words = lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
-            words_of[number] = (words, " " + " ".join(words) + " ", max(words, key=len, default=""))
-        words, text, longest = words_of[number]
-        # A text that holds this one has its longest word: a set tells that at once, and "in" is asked
-        # only of those (at k = 100, the hits of a question took 3 times longer without this).
-        holder = next((at for at, (held, held_words) in enumerate(texts) if longest in held_words and text in held), None)
-        if holder is None:
-            hits.append(Hit(len(hits) + 1, score, chunk, number))
-            texts.append((text, set(words)))
-        else:
-            hits[holder] = replace(hits[holder], copies=hits[holder].copies + (chunk,))
-    return hits
+def plain_hits(index, ranking_at, k):
+    """Return the hits of the k best chunks of the ranking, numbered from 1, with their chunks."""
+    ranking = ranking_at(k)
+    chunks = index.chunks_numbered([number for number, _ in ranking])
+    return [Hit(rank, score, chunk, number) for rank, ((number, score), chunk) in enumerate(zip(ranking, chunks), 1)]
 
 
-ALL_WORDS = re.compile(r"[^\W_]+")  # letters and digits in any script (CJK runs whole), to compare texts
-
-
-def also_in(copies, most=3):
-    """Return where else a hit's text is, naming the first few places.
-
-    Example: "also in b.pdf p. 2, c/a.md:1-3 and 2 more"
-    """
-    more = f" and {len(copies) - most} more" if len(copies) > most else ""
-    return "also in " + ", ".join(map(where, copies[:most])) + more
+HOOKS["hits"] = plain_hits
 
 
 def retrieve(index, question, config, embeddings=None, earlier=(), depth=0):
-    """Return (hits, mode): the config.k (or depth) best hits for the question (which may follow up on the
-    earlier questions) within config.only, and the mode that found them. In hybrid mode, a question that cannot be embedded (the
-    server went away) is searched by words, and so are the later ones: the mode returned says so, and
-    the warning is given once."""
+    """Return the answer to be: the config.k (or depth) best hits for the question (which may follow up on
+    the earlier questions) within config.only, what was searched for, and the mode that found them. In
+    hybrid mode, a question that cannot be embedded (the server went away) is searched by words, and so are
+    the later ones: the mode returned says so, and the warning is given once."""
+    queries = queries_of(index, question, earlier, config.only)
     try:
-        return rank(index, question, depth or config.k, config.mode, embeddings, earlier, config.only), config.mode
+        hits, mode = rank(index, queries, depth or config.k, config.mode, embeddings), config.mode
     except RagError as e:
-        if config.mode != "hybrid" or e.exit_code == 2:  # 2: the --only terms, not the server
+        if config.mode != "hybrid" or e.exit_code == 2:  # 2: the question's terms, not the server
             raise
         warn(f"searching by words only from now on: the question could not be embedded ({e})")
-        return rank(index, question, depth or config.k, "lexical", earlier=earlier, only=config.only), "lexical"
-
-
+        hits, mode = rank(index, queries, depth or config.k, "lexical"), "lexical"
+    return Answer(question, mode, hits, queries=tuple(queries))
 # ---------------------------------------------------------------------------------------------------
 # Prompt: question + hits -> the request for the model. Rules in the system message, the numbered
 # passages ("sources" to the model) and the question in the user message. Only what fits the context
@@ -2937,7 +2716,7 @@ def passage_block(number, hit):
     if chunk.heading:
         label += f", section: {chunk.heading}"
     if hit.copies:
-        label += f"; {also_in(hit.copies)}"
+        label += f"; {also_in(hit)}"
     label = " ".join(neutralize(label).split())
     return f'<source id="{number}">\n{label}\n{neutralize(hit.given or chunk.text)}\n</source>'
 
@@ -2945,11 +2724,21 @@ def passage_block(number, hit):
 def build_messages(question, hits, earlier=()):
     """Return the chat messages: the rules, the earlier turns of a conversation (each question, and its
     answer in brief), then the numbered sources and the question."""
+    return history_messages(earlier) + [question_message(question, hits)]
+
+
+def history_messages(earlier=()):
+    """Return the messages before the question: the rules, then the earlier turns of a conversation."""
     messages = [{"role": "system", "content": SYSTEM_RULES + (HISTORY_RULE if earlier else "")}]
     for asked, answered in earlier[-HISTORY_TURNS:]:
         messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": in_brief(answered)}]
+    return messages
+
+
+def question_message(question, hits):
+    """Return the user's message: the numbered sources, then the question."""
     sources = "\n\n".join(passage_block(n, hit) for n, hit in enumerate(hits, 1))
-    return messages + [{"role": "user", "content": f"Sources:\n\n{sources}\n\nQuestion: {question}"}]
+    return {"role": "user", "content": f"Sources:\n\n{sources}\n\nQuestion: {question}"}
 
 
 def in_brief(answer):
@@ -2958,25 +2747,23 @@ def in_brief(answer):
     return answer if len(answer) <= HISTORY_ANSWER_CHARS else answer[:HISTORY_ANSWER_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
-def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None):
-    """Return the answer to be: the hits that fit the context budget (beside the rules, the question and
-    the earlier turns of a conversation) and the chat request, or the refusal without a request when no
-    passage was found. The sentences given are chosen by meaning too when the hits were (embeddings).
+def prompt_for(index, answer, config, earlier=(), embeddings=None):
+    """Return the answer to be (retrieve's) with the hits that fit the context budget (beside the rules,
+    the question and the earlier turns of a conversation) and the chat request; or with the refusal and no
+    request when no passage was found. The sentences given are chosen by meaning too when the hits were.
 
-    Only then is the model not asked. A gate on how much of the question the best passage matches
-    (its BM25 score over the question's ideal score, at 0.25) refused 19 of 135 answerable questions as
-    employees ask them ("my grandmother died": the handbook says "grandparent"), and no threshold told
-    them from the unanswerable ones. The model is told to refuse: a call costs less than a wrong refusal.
-    A score is a sure sign only against the best one's: a hit far below it is not given (RELEVANT_SHARE)."""
+    Only then is the model not asked: no score told the answerable questions from the others (README,
+    "Focus"), so the model is told to refuse, and a call costs less than a wrong refusal. A score is a
+    sure sign only against the best one's: a hit far below it is not given (RELEVANT_SHARE)."""
+    question, found, query = answer.question, answer.found, answer.queries[0]
     if not found:
-        return Answer(question, mode, found, text=REFUSAL, warnings=(NOT_ASKED,))
-    if found[0].score > 0 and not sub_queries(question):  # (a compound question's parts score on their own scales)
+        return replace(answer, text=REFUSAL, warnings=(NOT_ASKED,))
+    if found[0].score > 0 and len(answer.queries) == 1:  # (a compound question's parts score on their own scales)
         found = [hit for hit in found if hit.score >= RELEVANT_SHARE * found[0].score]
-    used = sum(estimate_tokens(message["content"]) for message in build_messages(question, [], earlier))
+    history = history_messages(earlier)
+    used = sum(estimate_tokens(message["content"]) for message in history + [question_message(question, [])])
     budget = config.context - ANSWER_TOKENS
-    query = make_query(question, [asked for asked, _ in earlier], chunks_within(index, config.only))  # (their idf)
-    embeddings = embeddings if mode != "lexical" else None
-    focused = focus(index, found, query, config.k, embeddings=embeddings)
+    focused = focus(index, found, query, config.k, embeddings=embeddings if answer.mode != "lexical" else None)
     hits = fit_hits(focused, used, budget)
     if len(hits) < len(focused):  # a short context: the sentences are chosen again within its room, by words
         hits = fit_hits(focus(index, found, query, config.k, budget - used), used, budget)  # (no second wait)
@@ -2988,10 +2775,10 @@ def prompt_for(index, question, found, mode, config, earlier=(), embeddings=None
             else "a model with a larger context window can take more with --context")
     warnings = () if len(hits) == len(focused) else (
         f"only {len(hits)} of {len(focused)} passages fit the {config.context}-token context budget; {more}",)
-    messages = build_messages(question, hits, earlier)
+    messages = history + [question_message(question, hits)]
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in messages)
     request = APIS[config.api]["chat_request"](config, messages, prompt_tokens)
-    return Answer(question, mode, found, hits, request, warnings=warnings)
+    return replace(answer, found=found, hits=hits, request=request, warnings=warnings)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -3123,9 +2910,9 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
     False, and check the answer's citations."""
     answer = Answer(question, config.mode, [])
     try:
-        found, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
-                               FOCUS_DEPTH * config.k)
-        answer = prompt_for(index, question, found, mode, config, earlier, embeddings)                # Prompt
+        answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
+                          FOCUS_DEPTH * config.k)
+        answer = prompt_for(index, answer, config, earlier, embeddings)                          # Prompt
     except (RagError, KeyboardInterrupt) as e:
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
@@ -3148,7 +2935,7 @@ def hit_label(hit, indent="    "):
 
     Example: "a.md:1-3  (Travel)\n    also in b.pdf p. 1"
     """
-    return chunk_label(hit.chunk) + (f"\n{indent}{also_in(hit.copies)}" if hit.copies else "")
+    return chunk_label(hit.chunk) + (f"\n{indent}{also_in(hit)}" if hit.copies else "")
 
 
 def print_hits(question, hits, as_json):
@@ -3172,55 +2959,6 @@ def excerpt(text, question, size=EXCERPT_CHARS):
     best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
     shown = " ".join(sentences[best:])
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
-
-
-def file_records(index, only=()):
-    """Return what came of each file found (within the --only terms), by source: a dict with its source,
-    when it last changed and was read (seconds since 1970), its chunks, its pages (or lines) read, and
-    what reading it said (why it has no text, what of it is missing), as --list and the page show them."""
-    rules, records = only_rules(only), []
-    for path, source, identity, read, note, chunks, pages, lines in index.rows(
-            "SELECT files.path, files.source, identity, read, note, count(number), max(last_page), max(last_line) "
-            "FROM files LEFT JOIN chunks ON chunks.path = files.path GROUP BY files.path ORDER BY files.source"):
-        changed = int(identity.split()[1]) / 1e9 if identity else read  # (none: to be read again next run)
-        if is_within(rules, source, changed):  # what was said, without "rag.py: warning: skipped PATH: "
-            said = [re.sub(r"^(rag\.py: )?(warning: )?(skipped )?", "", line).replace(path + ": ", "")
-                    .replace(path, os.path.basename(path)) for line in note.split("\n") if line]
-            records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
-                            "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
-    for path, source in index.others:
-        try:
-            changed = os.stat(path).st_mtime
-        except OSError:  # gone since
-            continue
-        if is_within(rules, source, changed):
-            records.append({"source": source, "changed": changed, "read": None, "chunks": 0, "lines": 0,
-                            "note": f"not read: rag.py does not read {os.path.splitext(source)[1] or 'such'} files"})
-    return sorted(records, key=lambda record: record["source"])
-
-
-def print_files(records, as_json):
-    """Print the file records as a table: each file, when it last changed and was read, what was read of it
-    (or one JSON line each); and how many have text."""
-    import datetime  # here, not at the top: see the note after the imports
-    if as_json:
-        for record in records:
-            moments = {key: record[key] and datetime.datetime.fromtimestamp(record[key]).astimezone().isoformat(timespec="seconds")
-                       for key in ("changed", "read")}
-            print(json.dumps({**record, **moments}, ensure_ascii=False))
-        return
-    width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
-    for record in records:
-        day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
-        read = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"])) if record["read"] else "never"
-        last = record.get("pages") or record.get("lines")
-        kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "line" if last == 1 else "lines"
-        got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
-        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read:<16}  {got}"
-                            + (": " if got and record["note"] else "") + record["note"], COLUMNS, subsequent_indent="    "))
-    empty = sum(not record["chunks"] for record in records)
-    print(f"{len(records)} file{'s' * (len(records) != 1)}, {len(records) - empty} with text"
-          + (f", {empty} without (why: above)" if empty else ""))
 
 
 def print_documents(documents):
@@ -3315,11 +3053,13 @@ def json_line(question, hits, **extra):
 
 
 def copies_json(hit):
-    """Return the member "also" of a hit with copies: where each is, as a hit's fields say it; else ""."""
+    """Return the members "also" of a hit with copies, where each is as a hit's fields say it, and
+    "also_more", how many more there are (when there are); else ""."""
     if not hit.copies:
         return ""
+    more = f', "also_more": {hit.more_copies}' if hit.more_copies else ""
     return ', "also": ' + json.dumps([{"source": copy.source, "lines": [copy.first_line, copy.last_line],
-                                       **({"pages": list(copy.pages)} if copy.pages else {})} for copy in hit.copies])
+                                       **({"pages": list(copy.pages)} if copy.pages else {})} for copy in hit.copies]) + more
 
 
 @lru_cache(maxsize=None)
@@ -3328,53 +3068,6 @@ def chunk_json(chunk):
     pages = {"pages": list(chunk.pages)} if chunk.pages else {}
     return json.dumps({"source": chunk.source, "heading": chunk.heading,
                        "lines": [chunk.first_line, chunk.last_line], **pages, "text": chunk.text})[1:-1]
-
-
-def reading_line(reading):
-    """Return how far a Reading has come, in words, and what is left.
-
-    Example: "120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
-    """
-    rate = reading.size / max(reading.seconds, 1e-6)
-    seconds = (reading.total_size - reading.size) / rate if reading.size else 0
-    left = "" if not reading.size else f", {rate / 1e6:,.1f} MB/s, about {seconds / 60:,.0f} min left" \
-        if seconds >= 90 else f", {rate / 1e6:,.1f} MB/s, about {seconds:.0f} s left"
-    pages = f", {reading.pages:,} pages" if reading.pages else ""
-    return (f"{reading.files:,} of {reading.total_files:,} files{pages}, {megabytes(reading.size)} of "
-            f"{megabytes(reading.total_size)} MB{left}")
-
-
-def megabytes(size):
-    """Return a size in MB as people read it: "0.3", "12", "1,234"."""
-    return f"{size / 1e6:,.1f}" if size < 1e7 else f"{size / 1e6:,.0f}"
-
-
-def terminal_progress(stream):
-    """Return progress(reading) for build_index: once reading has taken PROGRESS_AFTER_SECONDS, it is shown
-    on one line of the terminal that rewrites itself, then said in one line when done; progress(None)
-    makes way for another line. None (show nothing) when stream is no terminal: piped, or a file."""
-    if not stream.isatty():
-        return None
-    import shutil  # here, not at the top: only a terminal needs it
-    shown = {"width": 0, "at": 0.0}  # what the line holds now, and when it was written
-
-    def progress(reading):
-        if shown["width"] and (reading is None or reading.done or time.monotonic() - shown["at"] >= PROGRESS_SECONDS):
-            stream.write("\r" + " " * shown["width"] + "\r")  # erased: \r alone would leave a longer line's end
-            shown["width"] = 0
-        if reading is None or reading.seconds < PROGRESS_AFTER_SECONDS:
-            return
-        if reading.done:
-            pages = f"{reading.pages:,} pages, " if reading.pages else ""
-            stream.write(f"rag.py: indexed {counted(reading.total_files, 'file')} ({pages}{megabytes(reading.total_size)} MB) "
-                         f"in {reading.seconds:,.1f} s\n")
-        elif not shown["width"]:
-            line = ("indexing: " + reading_line(reading))[:shutil.get_terminal_size().columns - 1]  # a line that wraps
-                                                                                               # is not rewritten
-            stream.write(line)
-            shown.update(width=len(line), at=time.monotonic())
-        stream.flush()
-    return progress
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -3391,37 +3084,41 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     stage("Sub-queries")
     print("\n".join(f"  {n}. {part}" for n, part in enumerate(parts, 1)) if parts
           else "  none: it asks one thing")
-    if config.only:
-        within = chunks_within(index, config.only)
-        files = sum(within.mask[first] for _, _, first, _ in index.file_chunks)
+    within = HOOKS["within"](index, config.only)
+    if within:
         stage("Within: only these documents' chunks are scored, by their own statistics")
-        print(f"  {' '.join(config.only)}: {files:,} of {len(index.file_chunks):,} documents, "
-              f"{sum(within.mask):,} of {index.size:,} chunks")
+        print(f"  {' '.join(within.terms)}: {within.files[0]:,} of {within.files[1]:,} documents, "
+              f"{within.size:,} of {index.size:,} chunks")
     stage("Tokens: stop words and one-letter words dropped, stems kept; CJK as pairs and ideographs")
     print(wrapped("   ".join(token_story(question)), "  ", "  "))
-    asked_before = [asked for asked, _ in earlier]
-    found, mode = retrieve(index, question, config, embeddings, asked_before, 0 if search_only else FOCUS_DEPTH * config.k)
-    explain_hits(index, make_query(question, asked_before), found, mode, embeddings)
+    answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],
+                      0 if search_only else FOCUS_DEPTH * config.k)
+    explain_hits(index, answer.queries[0], answer.found, answer.mode, embeddings)
     if search_only:
-        return Answer(question, mode, found)
-    answer = prompt_for(index, question, found, mode, config, earlier, embeddings)
+        return answer
+    answer = prompt_for(index, answer, config, earlier, embeddings)
     if answer.request is None:
         stage("Prompt")
         print(f"  none: {answer.warnings[0]}")
-        return answer
+    else:
+        explain_request(answer, config)
+    return answer
+
+
+def explain_request(answer, config):
+    """Print what is sent to the model: the hits given, the prompt's size, and the request itself."""
     stage(f"Sent to the model: {counted(len(answer.hits), 'chunk')} within the {config.context}-token context budget")
     for number, hit in enumerate(answer.hits, 1):
         print(f"  [{number}] {chunk_label(hit.chunk)}  ~{estimate_tokens(passage_block(number, hit))} tokens"
               + (f"\n      given {len(hit.given)} of its {len(hit.chunk.text)} characters, […] where the rest was left out"
                  if hit.given else "")
-              + (f"\n      {also_in(hit.copies)}" if hit.copies else ""))
+              + (f"\n      {also_in(hit)}" if hit.copies else ""))
     prompt_tokens = sum(estimate_tokens(message["content"]) for message in answer.request.body["messages"])
     print(f"  prompt ~{prompt_tokens} tokens + {ANSWER_TOKENS} for the answer")
     window = f", a {config.window}-token window" if config.window else ""
     print(wrapped(f"to model {config.model} at {config.server} ({config.api} API{window})", "  ", "    "))
     stage("Prompt")
     print_prompt(answer.request, False)
-    return answer
 
 
 def explain_hits(index, query, hits, mode, embeddings):
@@ -3482,6 +3179,746 @@ def token_story(text):
     return story
 
 
+# ---------------------------------------------------------------------------------------------------
+# Command line: the arguments become a Config, then each question goes its way: searched, explained or
+# answered, printed, and the next one read.
+# ---------------------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Run the command line; return the exit code."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
+            setattr(sys, name, open(os.devnull, mode))
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        args = build_parser().parse_args(argv)  # (a RagError from an option's type passes through argparse)
+        config = config_from(args)
+        if args.show_text:
+            return print_documents(load_documents(config.docs, config.max_file_bytes)) or 0
+        for name, (_, run) in COMMANDS.items():  # another way to run (Appendix: the page, and others)
+            if getattr(args, name, None):
+                return run(args, config)
+        index, embeddings, config = ready(config, args)
+        return 1 if run_questions(index, config, embeddings, args) else 0
+    except RagError as e:
+        error(str(e))
+        return e.exit_code
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def config_from(args):
+    """Return the Config for the arguments, after the checks that argparse cannot make."""
+    if args.explain and args.json:
+        raise RagError("--explain prints text for people; drop --json", 2)
+    named = [name for name in ["show_text", *COMMANDS] if getattr(args, name, None)]
+    if len(named) > 1:
+        raise RagError(f"--{named[0].replace('_', '-')} and --{named[1]} do not go together: drop one", 2)
+    if args.show_text and args.question:
+        raise RagError("--show-text prints what was read of the documents; drop the question", 2)
+    server, api, key = "", args.api, ""
+    if args.mode != "lexical" or not args.search:  # a server is needed
+        server, api, key = server_from(args.host, args.api)
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
+                  k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
+                  context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
+                  send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20))
+
+
+def ready(config, args):
+    """Return the index of the documents, their embeddings (None by words) and the config completed by the
+    model server: all that questions need."""
+    config = connect(config) if config.server else config
+    progress = None if args.json else HOOKS["progress"](sys.stderr)
+    index = build_index(config, progress)
+    HOOKS["within"](index, config.only)  # terms that keep no document: said once, not at every question
+    embeddings, mode = use_embeddings(index, config, progress=progress) if config.mode != "lexical" else (None, "lexical")
+    return index, embeddings, replace(config, mode=mode)
+
+
+def server_from(host, api):
+    """Return (server URL, api, API key) from --host and --api, else the environment: OLLAMA_HOST, else
+    OPENAI_BASE_URL or OPENAI_API_BASE (an OpenAI-compatible server). The key is RAG_API_KEY, or
+    OPENAI_API_KEY for a server named by OPENAI_BASE_URL alone: an OpenAI key must not go anywhere else."""
+    key = os.environ.get("RAG_API_KEY", "")
+    if host is not None:
+        return ollama_url(host, "--host"), api, key
+    openai_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if openai_base and not os.environ.get("OLLAMA_HOST"):
+        name = "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "OPENAI_API_BASE"
+        return ollama_url(openai_base, name), "openai" if api == "auto" else api, key or os.environ.get("OPENAI_API_KEY", "")
+    return ollama_url(os.environ.get("OLLAMA_HOST")), api, key
+
+
+# Other ways to run, added by the appendices: an option -> (add_options(parser), run(args, config) -> exit
+# code). main() runs the one the command line names, instead of answering questions.
+COMMANDS = {}
+# What a line typed at the prompt may start with, besides a question (the appendices add them): a word ->
+# (run(index, config, line) -> the config for the next questions, what it does, as the prompt says it).
+TYPED = {}
+
+EPILOG = """\
+examples:
+  python3 rag.py "When do I have to file my expense report?"
+  python3 rag.py --search -k 3 "per diem"
+  python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
+  python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
+
+exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
+
+
+def build_parser():
+    """Return the parser of the command line; every default comes from the settings."""
+    parser = argparse.ArgumentParser(prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=__doc__.split("\n\n")[0].split(" - ", 1)[1], epilog=EPILOG)
+    parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
+                        "from stdin, one per line, or asked for interactively on a terminal")
+    parser.add_argument("--docs", action="append", metavar="PATH",
+                        help="a file, or a folder searched recursively (repeatable; "
+                             "default: handbook.txt next to rag.py)")
+    add_search_options(parser)  # --help lists the options in the order they are added
+    add_server_options(parser)
+    add_inspect_options(parser)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
+    for add_options, _ in COMMANDS.values():
+        add_options(parser)
+    return parser
+
+
+def add_search_options(parser):
+    """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
+    parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
+    parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
+                        help="how many passages to retrieve (default: %(default)s)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per question per line")
+    parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
+                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
+                             "auto: hybrid when the server has an embedding model and the chunks are embedded or "
+                             f"can be within {AUTO_EMBED_SECONDS} s, else lexical (default: %(default)s)")
+    parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
+                                              f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
+    parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
+                        help="where the index and the embeddings are kept between runs (default: %(default)s)")
+    parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
+                                                                "for this run only")
+    parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
+                        help="larger files are skipped, with a warning (default: %(default)s)")
+
+
+def add_server_options(parser):
+    """Add the options of the model server: which one, which models, how much to send, how long to wait."""
+    parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
+                                        "the served one elsewhere)")
+    parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
+                                       f"OpenAI-compatible (default: $OLLAMA_HOST, else {OLLAMA_URL})")
+    parser.add_argument("--api", choices=["auto", *APIS], default="auto",
+                        help="the kind of model server: auto finds out (default: %(default)s)")
+    parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
+                        help="most tokens of prompt and answer sent to the model (default: %(default)s)")
+    parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
+                        help="how long to wait for the model to start answering, or for any reply "
+                             "(default: %(default)g)")
+
+
+def add_inspect_options(parser):
+    """Add the options that show the stages or measure them, instead of only answering."""
+    parser.add_argument("--explain", action="store_true",
+                        help="show every stage: sub-queries, tokens, scores by token, context, prompt")
+    parser.add_argument("--show-text", action="store_true",
+                        help="print the text read from each document (pages apart by a form feed), and stop")
+    parser.add_argument("--show-prompt", action="store_true",
+                        help="print exactly the chat request that would be sent, and do not send it")
+
+
+def positive_int(text):
+    """argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def positive_seconds(text):
+    """argparse type: a number of seconds above 0, at most a day (a socket cannot wait for "inf")."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:  # also false for "nan"
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
+    return seconds
+
+
+def build_index(config, progress=None, empty=False):
+    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
+    if given, is told how far the reading of new and changed files has come (see update_index). One with
+    no text is a RagError, unless empty says it will do (--list shows why)."""
+    others = []
+    files = find_files(config.docs, others)
+    index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
+    read = update_index(index, files, config.max_file_bytes, progress)
+    index.others = others
+    index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
+    index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
+    if not index.size and not empty:
+        if not read:  # the files were read by an earlier run: what they said then is why
+            for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
+                say(note)
+        raise RagError(no_text_found(config.docs, len(files)), 2)
+    return index
+
+
+def run_questions(index, config, embeddings, args):
+    """Search, explain or answer each question in turn; return how many failed. At the interactive
+    prompt, a question may follow up on the ones before it, until NEW_TOPIC (piped lines stand alone)."""
+    failures, interactive, earlier = 0, not args.question and sys.stdin.isatty(), []
+    prompt = lambda: f"question within {' '.join(config.only)}> " if config.only else "question> "  # noqa: E731
+    for number, question in enumerate(read_questions(args.question, sys.stdin, prompt)):
+        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
+            print(("\n" if number else "") + f">>> {question}")
+        if question == NEW_TOPIC:
+            earlier = []
+            continue
+        try:
+            typed = TYPED.get(question.split(None, 1)[0])
+            if typed and not args.question:  # ("/only hr" at the prompt, say)
+                config = typed[0](index, config, question)
+                continue
+            answer = run_question(index, question, config, embeddings, args, tuple(earlier))
+            config = replace(config, mode=answer.mode)
+            earlier = (earlier + [(question, answer.text)])[-HISTORY_TURNS:] if interactive else []
+        except RagError as e:  # say so, and go on with the next question
+            if args.search and args.json:  # one JSON line a question (answers print their own)
+                print(json_line(question, [], error=str(e)), flush=True)
+            error(str(e))
+            failures += 1
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
+    return failures
+
+
+def read_questions(words, stdin, prompt=lambda: "question> "):
+    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt
+    (prompt: what it says)."""
+    if words:
+        yield " ".join(words)
+    elif not stdin.isatty():
+        if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
+            utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
+            stdin.reconfigure(encoding="utf-16" if utf16 else "utf-8-sig", errors="replace")
+        for line in stdin:
+            if line.strip():
+                yield line.strip()
+    else:
+        yield from prompt_loop(prompt)
+
+
+def prompt_loop(prompt):
+    """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
+    try:
+        import readline  # noqa: F401  (line editing and history where the platform has it)
+    except Exception:  # none, or an old Windows pyreadline that fails on import
+        pass
+    typed = "".join(f", {says}" for _, says in TYPED.values())
+    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
+          f"starts a new topic{typed} (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
+    while True:
+        try:
+            says = prompt()
+            if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
+                print(says, end="", file=sys.stderr, flush=True)
+                says = ""
+            question = input(says).strip()
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            return
+        if question.lower() in ("", "quit", "exit", "q"):
+            return
+        yield question
+
+
+def run_question(index, question, config, embeddings, args, earlier=()):
+    """Search, explain or answer one question, which may follow up on the earlier turns, and print what
+    came of it; return the answer (its mode is the next question's: hybrid mode searches by words once a
+    question could not be embedded)."""
+    if args.explain:
+        answer = explain(index, question, config, embeddings, args.search, earlier)
+        if args.search or args.show_prompt or answer.request is None:
+            return answer
+        stage("Answer")
+        answer = generate(answer, config, print_text)
+    elif args.search:
+        answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])
+        print_hits(question, answer.found, args.json)
+        return answer
+    else:
+        answer = ask(index, question, config, embeddings, None if args.json else print_text, earlier)
+    if args.show_prompt and answer.request:
+        print_prompt(answer.request, args.json)
+    else:
+        print_answer(answer, args.json)
+    if answer.failure:
+        raise answer.failure
+    return answer
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: asking within some documents. --only terms (and "/only" at the prompt) name the documents a
+# question is asked of; --list says what came of every file. A term is a glob over a file's source,
+# written as in .gitignore: "*.pdf" or "hr" (a name at any depth), "hr/policies/**" (a path from the top;
+# * stays within a folder, ** crosses folders), and a folder stands for every file below it; "!drafts"
+# leaves out what it names. kind:pdf,docx keeps files of those kinds; since:DATE and before:DATE the files
+# last changed from or before a day (2026, 2026-03, 2026-03-31; or 30d: 30 days ago). A file is within
+# when any glob names it (or there is none), no "!" glob names it, it is of a kind named (or none is), and
+# its date fits: "hr" kind:pdf is the PDFs in hr.
+#
+# The filter is applied inside the search (HOOKS["within"] gives the search a Within): only the chunks
+# within are scored, with the statistics of those files (idf, average length), as an index of just those
+# files would score them. Filtered after ranking, the k best of the whole folder would hold few of
+# theirs, or none. Adds HOOKS["within"], the commands --only and --list, and "/only" at the prompt.
+# ---------------------------------------------------------------------------------------------------
+
+KEPT_FILTERS = 8   # --only filters kept for the next questions (about 9 bytes a chunk each)
+ONLY = "/only"     # typed at the prompt with --only terms, the questions after it are asked within them
+
+
+def only_rules(terms):
+    """Return (the globs that keep, those that leave out, as glob_rule gives them; the kinds of file; the
+    earliest and latest time of last change) of --only terms; a RagError says what is wrong with one."""
+    keep, leave, kinds, since, before = [], [], set(), -math.inf, math.inf
+    for term in terms:
+        name, colon, value = term.partition(":")
+        if colon and name.lower() == "kind":
+            kinds.update("." + kind.strip(". ").lower() for kind in value.split(","))
+            if not kinds <= set(READERS):
+                raise RagError(f"--only {term!r}: rag.py reads the kinds " + ", ".join(sorted(s[1:] for s in READERS)), 2)
+        elif colon and name.lower() in ("since", "before"):
+            moment = day_start(value.strip(), term)
+            since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
+        elif term.startswith("!"):
+            leave.append(glob_rule(term[1:], term))
+        else:
+            keep.append(glob_rule(term, term))
+    return keep, leave, kinds, since, before
+
+
+def is_within(rules, source, changed):
+    """True when a file (its source, and when it last changed) is within the rules of only_rules."""
+    keep, leave, kinds, since, before = rules
+    return (since <= changed < before and (not kinds or os.path.splitext(source)[1].lower() in kinds)
+            and not any(glob_matches(rule, source) for rule in leave)
+            and (not keep or any(glob_matches(rule, source) for rule in keep)))
+
+
+def glob_rule(glob, term):
+    """Return a glob, read as .gitignore reads one, as what each part of a path must be in turn: a pattern
+    of one part (part_pattern), or None for ** (any number of parts); one without wildcards as (from the
+    top?, its text). With a / inside, the glob is matched from the top of --docs, else it names a file or
+    folder at any depth; a folder stands for all below it.
+
+    Example: "hr/**/*.pdf" -> [hr, None, *.pdf, None]: "hr/a.pdf", "hr/2026/a.pdf", not "it/hr/a.pdf"
+    """
+    glob = glob.strip().replace("\\", "/")
+    anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
+    if not glob:
+        raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
+    if not re.search(r"[*?]", glob):  # a name or path without wildcards ("hr", "/hr/2026"): found as it is
+        return anchored, "/" + "/".join(part for part in glob.lower().split("/") if part) + "/"
+    parts = [None if part == "**" else part_pattern(part) for part in glob.split("/") if part]
+    return ([] if anchored else [None]) + parts + [None]
+
+
+def part_pattern(part):
+    """Return the pattern of one part of a glob: * any run of characters, ? any one, case ignored. Each *
+    takes the first place where the characters up to the next * fit, and never tries another
+    ((?=(...))\\1 cannot be backtracked into): that finds a match when there is one, where a pattern that
+    tried every place could take hours on a name for "*a*a*a*a*a*a*b"."""
+    runs = [re.escape(run).replace("\\?", ".") for run in re.split(r"\*+", part)]
+    pattern = runs[0] + "".join(f"(?=(?P<r{n}>.*?{run}))(?P=r{n})" for n, run in enumerate(runs[1:-1]))
+    return re.compile(pattern + (".*" + runs[-1] if len(runs) > 1 else ""), re.IGNORECASE | re.DOTALL)
+
+
+def glob_matches(rule, source):
+    """True when a file's source matches a glob_rule: as it is (a name or path without wildcards), or part
+    by part. Between two ** the parts must come in order: each run of them is taken at the first place it
+    fits, which finds a match when there is one (no place is tried twice)."""
+    if isinstance(rule, tuple):  # (from the top?, "/a name or path/")
+        anchored, text = rule
+        return ("/" + source.lower() + "/").startswith(text) if anchored else text in "/" + source.lower() + "/"
+    parts, runs = source.split("/"), [[]]  # runs: the patterns between the **s
+    for pattern in rule:
+        runs.append([]) if pattern is None else runs[-1].append(pattern)
+
+    def fits(run, at):
+        return at + len(run) <= len(parts) and all(pattern.fullmatch(parts[at + i]) for i, pattern in enumerate(run))
+    if not fits(runs[0], 0):
+        return False
+    at = len(runs[0])
+    for run in runs[1:-1]:
+        at = next((start + len(run) for start in range(at, len(parts) - len(run) + 1) if fits(run, start)), None)
+        if at is None:
+            return False
+    return fits(runs[-1], len(parts) - len(runs[-1])) and at <= len(parts) - len(runs[-1])
+
+
+def day_start(value, term):
+    """Return the time (seconds since 1970) a date names: the first moment of its day (local time), or for
+    "30d" this moment 30 days ago."""
+    import datetime  # here, not at the top: see the note after the imports
+    if re.fullmatch(r"\d{1,5}d", value):
+        return time.time() - int(value[:-1]) * 86400
+    parts = re.fullmatch(r"(\d{4})(?:-(\d\d?)(?:-(\d\d?))?)?", value)
+    try:
+        day = datetime.date(int(parts[1]), int(parts[2] or 1), int(parts[3] or 1))
+        return time.mktime(day.timetuple())
+    except (TypeError, ValueError, OverflowError):  # TypeError: no match
+        raise RagError(f"--only {term!r}: expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d", 2) from None
+
+
+def chunks_within(index, only):
+    """Return the Within of the files that the --only terms keep, or None when there are no terms. Kept for
+    the next questions within the same terms (the last KEPT_FILTERS)."""
+    if not only:
+        return None
+    within = index.memo.get(("within", only))
+    if within is None:
+        rules, files = only_rules(only), files_and_chunks(index)
+        mask, runs, kept = bytearray(len(index.norms)), [], 0
+        for source, changed, first, last in files:
+            if is_within(rules, source, changed):
+                mask[first:last + 1] = b"\1" * (last + 1 - first)
+                kept += 1
+                if runs and runs[-1][1] == first:  # right after the file before it: one run
+                    runs[-1] = (runs[-1][0], last + 1)
+                else:
+                    runs.append((first, last + 1))
+        if not runs:
+            names = f" (their names look like {files[0][0]!r})" if files else ""
+            raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
+        within = Within(only, mask, runs, *lengths_within(index, mask), files=(kept, len(files)))
+        with index.lock:  # (the page's threads ask at once)
+            index.memo[("within", only)] = within
+            while sum(isinstance(key, tuple) for key in index.memo) > KEPT_FILTERS:  # the oldest go first
+                index.memo.pop(next(key for key in index.memo if isinstance(key, tuple)), None)
+    return within
+
+
+HOOKS["within"] = chunks_within
+
+
+def files_and_chunks(index):
+    """Return [(source, when it last changed, its first and last chunk)] of each file with text, in chunk
+    order. A file's chunks are numbered one after another (they are indexed together), and so are the
+    files of a folder read in one run: each is a run of numbers."""
+    if "files" not in index.memo:
+        index.memo["files"] = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last
+                               in index.rows("SELECT files.source, identity, min(number), max(number) FROM files JOIN "
+                                             "chunks ON chunks.path = files.path GROUP BY files.path ORDER BY 3")]
+    return index.memo["files"]
+
+
+def lengths_within(index, mask):
+    """Return (how many chunks the mask keeps, BM25's length part of each by their average length)."""
+    lengths = list(itertools.compress(zip(index.numbers, index.lengths), map(mask.__getitem__, index.numbers)))
+    average, norms = sum(length for _, length in lengths) / len(lengths) or 1.0, [0.0] * len(index.norms)
+    for number, length in lengths:
+        norms[number] = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+    return len(lengths), norms
+
+
+def within_terms(index, config, line):
+    """Return the config with the --only terms of a line "/only TERM ..." ("/only" alone: none), said."""
+    only = tuple("".join(term) for term in re.findall(r'"([^"]*)"|\'([^\']*)\'|(\S+)', line)[1:])  # quoted or not
+    chunks_within(index, only)  # a RagError when no document is within
+    inform(f"asking within {' '.join(only)} ({ONLY} alone asks of every document)" if only else "asking of every document")
+    return replace(config, only=only)
+
+
+TYPED[ONLY] = (within_terms, f"{ONLY} 'hr/**' asks within some")
+
+
+def only_term(term):
+    """argparse type of an --only term: said before any reading when it is mistaken (a RagError)."""
+    only_rules([term])
+    return term
+
+
+def add_only_options(parser):
+    parser.add_argument("--only", action="append", type=only_term, metavar="TERM",
+                        help="ask only of these documents (repeatable): a glob over their paths as in .gitignore "
+                             "('hr/**', '*.pdf', '!drafts'), kind:pdf,docx, since:DATE or before:DATE (2026-03-31; "
+                             "30d: days back)")
+    parser.add_argument("--list", action="store_true",
+                        help="print each document (within --only) and what was read of it, or why nothing was")
+
+
+def list_files(args, config):
+    """--list: print each file (within the --only terms) and what came of it; return the exit code."""
+    if args.question:
+        raise RagError("--list prints what was read of the documents; drop the question", 2)
+    index = build_index(config, None if args.json else HOOKS["progress"](sys.stderr), empty=True)
+    print_files(file_records(index, config.only), args.json)
+    return 0
+
+
+def file_records(index, only=()):
+    """Return what came of each file found (within the --only terms), by source: a dict with its source,
+    when it last changed and was read (seconds since 1970), its chunks, its pages (or lines) read, and
+    what reading it said (why it has no text, what of it is missing), as --list and the page show them."""
+    rules, records = only_rules(only), []
+    for path, source, identity, read, note, chunks, pages, lines in index.rows(
+            "SELECT files.path, files.source, identity, read, note, count(number), max(last_page), max(last_line) "
+            "FROM files LEFT JOIN chunks ON chunks.path = files.path GROUP BY files.path ORDER BY files.source"):
+        changed = int(identity.split()[1]) / 1e9 if identity else read  # (none: to be read again next run)
+        if is_within(rules, source, changed):  # what was said, without "rag.py: warning: skipped PATH: "
+            said = [re.sub(r"^(rag\.py: )?(warning: )?(skipped )?", "", line).replace(path + ": ", "")
+                    .replace(path, os.path.basename(path)) for line in note.split("\n") if line]
+            records.append({"source": source, "changed": changed, "read": read, "chunks": chunks,
+                            "pages" if pages else "lines": pages or lines or 0, "note": "; ".join(said)})
+    for path, source in index.others:
+        try:
+            changed = os.stat(path).st_mtime
+        except OSError:  # gone since
+            continue
+        if is_within(rules, source, changed):
+            records.append({"source": source, "changed": changed, "read": None, "chunks": 0, "lines": 0,
+                            "note": f"not read: rag.py does not read {os.path.splitext(source)[1] or 'such'} files"})
+    return sorted(records, key=lambda record: record["source"])
+
+
+def print_files(records, as_json):
+    """Print the file records as a table: each file, when it last changed and was read, what was read of it
+    (or one JSON line each); and how many have text."""
+    import datetime  # here, not at the top: see the note after the imports
+    if as_json:
+        for record in records:
+            moments = {key: record[key] and datetime.datetime.fromtimestamp(record[key]).astimezone().isoformat(timespec="seconds")
+                       for key in ("changed", "read")}
+            print(json.dumps({**record, **moments}, ensure_ascii=False))
+        return
+    width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
+    for record in records:
+        day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
+        read = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"])) if record["read"] else "never"
+        last = record.get("pages") or record.get("lines")
+        kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "line" if last == 1 else "lines"
+        got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
+        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read:<16}  {got}"
+                            + (": " if got and record["note"] else "") + record["note"], COLUMNS, subsequent_indent="    "))
+    empty = sum(not record["chunks"] for record in records)
+    print(f"{len(records)} file{'s' * (len(records) != 1)}, {len(records) - empty} with text"
+          + (f", {empty} without (why: above)" if empty else ""))
+
+
+COMMANDS["list"] = (add_only_options, list_files)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: copies. The same text in several files (a file copied, a document saved as PDF and as Word
+# and so cut at other places) is one hit, which names the other places: "also in ...". A chunk is a copy
+# of a hit above it when the hit's text holds its text whole, compared by words: lowercased, without
+# spaces, line breaks and punctuation; any other change makes another text. Which texts hold which is
+# found once, as the chunks are indexed, and kept in the index: a question only looks it up. Adds
+# INDEX_EXTRAS["copies"] and HOOKS["hits"].
+# ---------------------------------------------------------------------------------------------------
+
+COPIES_LISTED = 10  # a hit's copies named in --json and to the page, at most; the others are counted
+MARK_WORDS = 3      # words in a mark (see copy_fact): a text of fewer is held only by the same words
+
+COPY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS copy_chunks (number INTEGER PRIMARY KEY, text INTEGER);
+CREATE INDEX IF NOT EXISTS copy_chunks_of_text ON copy_chunks (text);
+CREATE TABLE IF NOT EXISTS copy_texts (text INTEGER PRIMARY KEY, words INTEGER, first INTEGER, last INTEGER,
+    marks BLOB, new INTEGER, shared INTEGER);
+CREATE TABLE IF NOT EXISTS copy_holders (held INTEGER, holder INTEGER, PRIMARY KEY (held, holder)) WITHOUT ROWID;
+"""
+ALL_WORDS = re.compile(r"[^\W_]+")  # letters and digits in any script (CJK runs whole), to compare texts
+
+
+def text_words(text):
+    """Return a text's words as copies compare them: lowercased, in order.
+
+    Example: text_words("It’s “due” in 30 days;\nfile_it") -> ["it", "s", "due", "in", "30", "days", "file", "it"]
+    """
+    lowered = text.lower()  # (ASCII text is split faster by translate, as tokenize does)
+    return lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
+
+
+def copy_fact(chunk):
+    """Return what tells the texts that hold a chunk's text and those it holds: the digest of its words
+    (the same for the same words), how many words it has, its first and last mark (None when it has none)
+    and all its marks, as bytes; None for a text without words.
+
+    A mark is the hash (CRC-32) of MARK_WORDS words in a row, stop words left out. A text that holds
+    another holds its words in the same order, so it holds its marks: the texts that may hold a text are
+    those with its first and last mark, and only those are compared word by word (find_copies)."""
+    words = text_words(chunk.text)
+    if not words:
+        return None
+    kept = [word for word in words if word not in STOP_WORDS]
+    rows = zip(*(kept[at:] for at in range(MARK_WORDS)))
+    marks = list(map(zlib.crc32, map(str.encode, map(" ".join, rows))))
+    digest = hashlib.blake2b(" ".join(words).encode("utf-8"), digest_size=8).digest()
+    return (int.from_bytes(digest, "little", signed=True), len(words), *(marks[:1] + marks[-1:] or [None, None]),
+            array("I", set(marks)).tobytes())
+
+
+def add_copy_facts(db, base, facts):
+    """Keep the facts of a part's chunks (numbered from base): each chunk's text, each new text once."""
+    db.executemany("INSERT INTO copy_chunks VALUES (?, ?)", ((base + at, fact[0]) for at, fact in enumerate(facts) if fact))
+    db.executemany("INSERT OR IGNORE INTO copy_texts VALUES (?, ?, ?, ?, ?, 1, 0)", filter(None, facts))
+
+
+def drop_copy_facts(db, numbers):
+    """Forget the texts of chunks gone (their texts, when no chunk has them, are forgotten by find_copies)."""
+    db.executemany("DELETE FROM copy_chunks WHERE number = ?", ((number,) for number in numbers))
+
+
+def find_copies(index):
+    """Work out which texts hold which, for the texts new since the last run, and which texts have copies:
+    the same words in several chunks, or held by another text or holding one."""
+    db = index.db
+    db.execute("DELETE FROM copy_texts WHERE text NOT IN (SELECT text FROM copy_chunks)")
+    db.execute("DELETE FROM copy_holders WHERE held NOT IN (SELECT text FROM copy_texts) "
+               "OR holder NOT IN (SELECT text FROM copy_texts)")
+    db.executemany("INSERT OR IGNORE INTO copy_holders VALUES (?, ?)", held_texts(db))
+    db.execute("UPDATE copy_texts SET new = 0, shared = text IN (SELECT text FROM copy_chunks GROUP BY text "
+               "HAVING count(*) > 1 UNION SELECT held FROM copy_holders UNION SELECT holder FROM copy_holders)")
+
+
+def held_texts(db):
+    """Return [(held text, holder text)] of the texts that hold another whole, where either is new."""
+    firsts = {True: {}, False: {}}  # new or not -> first mark -> [(text, words, last mark)]
+    for text, words, first, last, new in db.execute(
+            "SELECT text, words, first, last, new FROM copy_texts WHERE first IS NOT NULL").fetchall():
+        firsts[bool(new)].setdefault(first, []).append((text, words, last))
+    if not firsts[True]:
+        return []
+    everyone = {first: firsts[True].get(first, []) + firsts[False].get(first, [])
+                for first in firsts[True].keys() | firsts[False].keys()}
+    candidates = []
+    for holder, words, marks, new in db.execute("SELECT text, words, marks, new FROM copy_texts").fetchall():
+        wanted = everyone if new else firsts[True]  # an old text is compared with the new ones only
+        marks = array("I", marks)
+        found = list(filter(wanted.__contains__, marks))
+        if found:
+            kept = set(marks)
+            candidates += [(held, holder) for first in found for held, held_words, last in wanted[first]
+                           if held != holder and held_words <= words and last in kept]
+    return [pair for pair in candidates if holds(db, *reversed(pair))]
+
+
+def holds(db, holder, held):
+    """True when the text holder holds the text held whole, compared by their words."""
+    texts = [text_words(text) for text, in [first_row(db, "SELECT text FROM chunks WHERE number = (SELECT "
+                                                       "min(number) FROM copy_chunks WHERE text = ?)", (digest,))
+                                            for digest in (holder, held)]]
+    return f" {' '.join(texts[1])} " in f" {' '.join(texts[0])} "
+
+
+def read_copies(index):
+    """Return what a question needs to tell copies: {chunk number: its text} of the chunks whose text has
+    copies, and {text: the texts that hold it}."""
+    texts = dict(index.rows("SELECT number, text FROM copy_chunks WHERE text IN (SELECT text FROM copy_texts "
+                            "WHERE shared)"))
+    holders = {}
+    for held, holder in index.rows("SELECT held, holder FROM copy_holders"):
+        holders.setdefault(held, []).append(holder)
+    return texts, holders
+
+
+INDEX_EXTRAS["copies"] = {"schema": COPY_SCHEMA, "fact": copy_fact, "added": add_copy_facts,
+                          "dropped": drop_copy_facts, "updated": find_copies, "read": read_copies}
+
+
+def hits_with_copies(index, ranking_at, k):
+    """Return the hits of the k best chunks of the ranking, a chunk whose text a hit above it holds being
+    one of its copies instead of a hit: the ranking goes deeper as the copies found suggest. A hit names
+    its first COPIES_LISTED copies and counts the others."""
+    texts, holders = index.extras["copies"]
+    if not texts:
+        return plain_hits(index, ranking_at, k)
+    depth = k
+    while True:
+        ranking = ranking_at(depth)
+        kept, copies = fold_copies(ranking, texts, holders)
+        if len(kept) >= k or len(ranking) < depth:  # enough, or all there is
+            break
+        depth += (k - len(kept)) * -(-len(ranking) // len(kept))  # as many more as the copies so far suggest
+    kept, copies = kept[:k], copies[:k]
+    chunks = index.chunks_numbered([number for number, _ in kept])
+    listed = iter(index.chunks_numbered([number for numbers in copies for number in numbers[:COPIES_LISTED]]))
+    return [Hit(rank, score, chunk, number, tuple(itertools.islice(listed, min(len(others), COPIES_LISTED))),
+                max(len(others) - COPIES_LISTED, 0))
+            for rank, ((number, score), chunk, others) in enumerate(zip(kept, chunks, copies), 1)]
+
+
+def fold_copies(ranking, texts, holders):
+    """Return (the chunks of the ranking that are hits, [(number, score)]; the numbers of each one's
+    copies): a chunk whose text is a hit's above it, or is held by one, is the first such hit's copy."""
+    kept, copies, place = [], [], {}  # place: a hit's text -> where it is in kept
+    for number, score in ranking:
+        text = texts.get(number)
+        at = None if text is None else min(
+            (place[other] for other in (text, *holders.get(text, ())) if other in place), default=None)
+        if at is None:
+            if text is not None:
+                place[text] = len(kept)
+            kept.append((number, score))
+            copies.append([])
+        else:
+            copies[at].append(number)
+    return kept, copies
+
+
+HOOKS["hits"] = hits_with_copies
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: measuring with --eval. A file of questions, each with the document (or section) that answers
+# it, measures retrieval: hit rate at k and mean reciprocal rank; with --answer, the model's answers too:
+# what a reader must not trust. Adds the command --eval.
+# ---------------------------------------------------------------------------------------------------
+
+MAX_FAILURES_IN_A_ROW = 3  # --eval --answer stops asking the model after this many failures in a row
+
+
+def add_eval_options(parser):
+    """Add --eval and --answer to the command line."""
+    parser.add_argument("--eval", metavar="FILE",
+                        help="measure retrieval on a file of lines question<TAB>expected source")
+    parser.add_argument("--answer", action="store_true",
+                        help="with --eval: also ask the model and check its answers")
+
+
+def run_eval(args, config):
+    """--eval: measure retrieval (and with --answer the model's answers) and print the report; return
+    the exit code."""
+    if args.question or args.search or args.show_prompt or args.explain:
+        raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
+                       "--search, --show-prompt and --explain", 2)
+    cases = read_eval_cases(args.eval)  # its mistakes before minutes of indexing
+    if config.mode == "lexical" and not args.answer:
+        config = replace(config, server="")  # no model server needed
+    index, embeddings, config = ready(config, args)
+    report = evaluate(index, cases, args.eval, config, embeddings)
+    if args.answer:
+        report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
+    print_report(report, args.json)
+    return 1 if report.get("answers", {}).get("failed") else 0
+
+
+COMMANDS["eval"] = (add_eval_options, run_eval)
+
+
 def read_eval_cases(path):
     """Return [(line number, question, expected source, --only terms)] from lines "question<TAB>expected
     source", each with a third column of --only terms (space apart) when the question is asked within them."""
@@ -3531,7 +3968,7 @@ def evaluate(index, cases, path, config, embeddings=None):
     reciprocal_ranks = []
     for line, question, expected, only in cases:
         # (rank, not retrieve: no fallback to words, a report is of one mode)
-        hits = rank(index, question, config.k, config.mode, embeddings, only=only or config.only)
+        hits = rank(index, queries_of(index, question, only=only or config.only), config.k, config.mode, embeddings)
         if not hits:
             report["not_asked"]["unanswerable" if expected == "-" else "answerable"] += 1
         if expected == "-":
@@ -3619,311 +4056,185 @@ def print_report(report, as_json):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Command line: the arguments become a Config, then each question goes its way: searched, explained or
-# answered, printed, and the next one read.
+# Appendix: progress on the terminal. A long first reading of the documents, or embedding them, shows how
+# far it has come on one line of the terminal that rewrites itself, once it has taken a few seconds; the
+# page shows the same line. Adds HOOKS["progress"].
 # ---------------------------------------------------------------------------------------------------
 
-def main(argv=None):
-    """Run the command line; return the exit code."""
-    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
-        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
-            setattr(sys, name, open(os.devnull, mode))
-    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
-    args = build_parser().parse_args(argv)
-    try:
-        config = config_from(args)
-        if args.show_text:
-            return print_documents(load_documents(config.docs, config.max_file_bytes)) or 0
-        cases = read_eval_cases(args.eval) if args.eval else None  # its mistakes before minutes of indexing
-        config = connect(config) if config.server else config
-        for name, (_, run) in COMMANDS.items():
-            if getattr(args, name, None):
-                return run(args, config)
-        index = build_index(config, None if args.json else terminal_progress(sys.stderr), args.list)
-        if args.list:
-            return print_files(file_records(index, config.only), args.json) or 0
-        chunks_within(index, config.only)  # --only terms that keep no document: said once, not at every question
-        embeddings, mode = use_embeddings(index, config) if config.mode != "lexical" else (None, "lexical")
-        config = replace(config, mode=mode)
-        if not cases:
-            return 1 if run_questions(index, config, embeddings, args) else 0
-        report = evaluate(index, cases, args.eval, config, embeddings)
-        if args.answer:
-            report["answers"] = evaluate_answers(index, cases, args.eval, config, embeddings)
-        print_report(report, args.json)
-        return 1 if report.get("answers", {}).get("failed") else 0
-    except RagError as e:
-        error(str(e))
-        return e.exit_code
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
-        return 0
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
+PROGRESS_AFTER_SECONDS = 2.0  # a step that takes longer shows its progress on a terminal
+PROGRESS_SECONDS = 0.25       # the progress line is rewritten this often at most
 
 
-def config_from(args):
-    """Return the Config for the arguments, after the checks that argparse cannot make."""
-    if args.eval and (args.question or args.search or args.show_prompt or args.explain):
-        raise RagError("--eval reads its questions from the file and prints a report; drop the question, "
-                       "--search, --show-prompt and --explain", 2)
-    if args.explain and args.json:
-        raise RagError("--explain prints text for people; drop --json", 2)
-    if (args.show_text or args.list) and (args.question or args.eval):
-        raise RagError(f"{'--list' if args.list else '--show-text'} prints what was read of the documents; drop the "
-                       "question and --eval", 2)
-    only_rules(args.only or ())  # a mistake in a term is said before any indexing
-    server, api, key = "", args.api, ""
-    if not args.list and (args.mode != "lexical" or not (args.search or args.eval and not args.answer)):  # a server is needed
-        server, api, key = server_from(args.host, args.api)
-    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(args.only or ()), mode=args.mode, k=args.k, api=api, server=server,
-                  model=args.model or "", embed_model=args.embed_model or "", context=args.context,
-                  timeout=args.timeout, cache="" if args.no_cache else args.cache, send=not args.show_prompt, key=key,
-                  max_file_bytes=int(args.max_file_mb * 2**20))
+def terminal_progress(stream):
+    """Return progress(Progress): once a step has taken PROGRESS_AFTER_SECONDS, it is shown on one line of
+    the terminal that rewrites itself, then said in one line when done; progress(None) makes way for
+    another line. None (show nothing) when stream is no terminal: piped, or a file."""
+    if not stream.isatty():
+        return None
+    import shutil  # here, not at the top: only a terminal needs it
+    shown = {"width": 0, "at": 0.0}  # what the line holds now, and when it was written
 
-
-def server_from(host, api):
-    """Return (server URL, api, API key) from --host and --api, else the environment: OLLAMA_HOST, else
-    OPENAI_BASE_URL or OPENAI_API_BASE (an OpenAI-compatible server). The key is RAG_API_KEY, or
-    OPENAI_API_KEY for a server named by OPENAI_BASE_URL alone: an OpenAI key must not go anywhere else."""
-    key = os.environ.get("RAG_API_KEY", "")
-    if host is not None:
-        return ollama_url(host, "--host"), api, key
-    openai_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-    if openai_base and not os.environ.get("OLLAMA_HOST"):
-        name = "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "OPENAI_API_BASE"
-        return ollama_url(openai_base, name), "openai" if api == "auto" else api, key or os.environ.get("OPENAI_API_KEY", "")
-    return ollama_url(os.environ.get("OLLAMA_HOST")), api, key
-
-
-# Other ways to run, added by the appendices: an option -> (add_options(parser), run(args, config) -> exit
-# code). main() runs the first one the command line names, instead of answering questions.
-COMMANDS = {}
-
-EPILOG = """\
-examples:
-  python3 rag.py "When do I have to file my expense report?"
-  python3 rag.py --search -k 3 "per diem"
-  python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
-  python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
-
-exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
-
-
-def build_parser():
-    """Return the parser of the command line; every default comes from the settings."""
-    parser = argparse.ArgumentParser(prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     description=__doc__.split("\n\n")[0].split(" - ", 1)[1], epilog=EPILOG)
-    parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
-                        "from stdin, one per line, or asked for interactively on a terminal")
-    parser.add_argument("--docs", action="append", metavar="PATH",
-                        help="a file, or a folder searched recursively (repeatable; "
-                             "default: handbook.txt next to rag.py)")
-    add_search_options(parser)  # --help lists the options in the order they are added
-    add_server_options(parser)
-    add_inspect_options(parser)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    for add_options, _ in COMMANDS.values():
-        add_options(parser)
-    return parser
-
-
-def add_search_options(parser):
-    """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
-    parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
-    parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
-                        help="how many passages to retrieve (default: %(default)s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per question per line")
-    parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
-                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
-                             "auto: hybrid when the server has an embedding model and the chunks are embedded or "
-                             f"can be within {AUTO_EMBED_SECONDS} s, else lexical (default: %(default)s)")
-    parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
-                                              f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
-    parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
-                        help="where the index and the embeddings are kept between runs (default: %(default)s)")
-    parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
-                                                                "for this run only")
-    parser.add_argument("--only", action="append", metavar="TERM",
-                        help="ask only of these documents (repeatable): a glob over their paths as in .gitignore "
-                             "('hr/**', '*.pdf', '!drafts'), kind:pdf,docx, since:DATE or before:DATE (2026-03-31; "
-                             "30d: days back)")
-    parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
-                        help="larger files are skipped, with a warning (default: %(default)s)")
-
-
-def add_server_options(parser):
-    """Add the options of the model server: which one, which models, how much to send, how long to wait."""
-    parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
-                                        "the served one elsewhere)")
-    parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
-                                       f"OpenAI-compatible (default: $OLLAMA_HOST, else {OLLAMA_URL})")
-    parser.add_argument("--api", choices=["auto", *APIS], default="auto",
-                        help="the kind of model server: auto finds out (default: %(default)s)")
-    parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
-                        help="most tokens of prompt and answer sent to the model (default: %(default)s)")
-    parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
-                        help="how long to wait for the model to start answering, or for any reply "
-                             "(default: %(default)g)")
-
-
-def add_inspect_options(parser):
-    """Add the options that show the stages or measure them, instead of only answering."""
-    parser.add_argument("--explain", action="store_true",
-                        help="show every stage: sub-queries, tokens, scores by token, context, prompt")
-    parser.add_argument("--eval", metavar="FILE",
-                        help="measure retrieval on a file of lines question<TAB>expected source")
-    parser.add_argument("--answer", action="store_true",
-                        help="with --eval: also ask the model and check its answers")
-    parser.add_argument("--list", action="store_true",
-                        help="print each document (within --only) and what was read of it, or why nothing was")
-    parser.add_argument("--show-text", action="store_true",
-                        help="print the text read from each document (pages apart by a form feed), and stop")
-    parser.add_argument("--show-prompt", action="store_true",
-                        help="print exactly the chat request that would be sent, and do not send it")
-
-
-def positive_int(text):
-    """argparse type: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def positive_seconds(text):
-    """argparse type: a number of seconds above 0, at most a day (a socket cannot wait for "inf")."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 86400:  # also false for "nan"
-        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
-    return seconds
-
-
-def build_index(config, progress=None, empty=False):
-    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
-    if given, is told how far the reading of new and changed files has come (see update_index). One with
-    no text is a RagError, unless empty says it will do (--list shows why)."""
-    others = []
-    files = find_files(config.docs, others)
-    index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
-    read = update_index(index, files, config.max_file_bytes, progress)
-    index.others = others
-    index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
-    index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
-    if not index.size and not empty:
-        if not read:  # the files were read by an earlier run: what they said then is why
-            for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
-                say(note)
-        raise RagError(no_text_found(config.docs, len(files)), 2)
-    return index
-
-
-def run_questions(index, config, embeddings, args):
-    """Search, explain or answer each question in turn; return how many failed. At the interactive
-    prompt, a question may follow up on the ones before it, until NEW_TOPIC (piped lines stand alone)."""
-    failures, interactive, earlier = 0, not args.question and sys.stdin.isatty(), []
-    prompt = lambda: f"question within {' '.join(config.only)}> " if config.only else "question> "  # noqa: E731
-    for number, question in enumerate(read_questions(args.question, sys.stdin, prompt)):
-        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
-            print(("\n" if number else "") + f">>> {question}")
-        if question == NEW_TOPIC:
-            earlier = []
-            continue
-        try:
-            if question.split(None, 1)[0] == ONLY and not args.question:
-                config = within_terms(index, config, question)
-                continue
-            answer = run_question(index, question, config, embeddings, args, tuple(earlier))
-            config = replace(config, mode=answer.mode)
-            earlier = (earlier + [(question, answer.text)])[-HISTORY_TURNS:] if interactive else []
-        except RagError as e:  # say so, and go on with the next question
-            if args.search and args.json:  # one JSON line a question (answers print their own)
-                print(json_line(question, [], error=str(e)), flush=True)
-            error(str(e))
-            failures += 1
-        except KeyboardInterrupt:
-            if not interactive:
-                raise
-            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
-    return failures
-
-
-def within_terms(index, config, line):
-    """Return the config with the --only terms of a line "/only TERM ..." ("/only" alone: none), said."""
-    only = tuple("".join(term) for term in re.findall(r'"([^"]*)"|\'([^\']*)\'|(\S+)', line)[1:])  # quoted or not
-    chunks_within(index, only)  # a RagError when no document is within
-    inform(f"asking within {' '.join(only)} ({ONLY} alone asks of every document)" if only else "asking of every document")
-    return replace(config, only=only)
-
-
-def read_questions(words, stdin, prompt=lambda: "question> "):
-    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt
-    (prompt: what it says)."""
-    if words:
-        yield " ".join(words)
-    elif not stdin.isatty():
-        if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
-            utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
-            stdin.reconfigure(encoding="utf-16" if utf16 else "utf-8-sig", errors="replace")
-        for line in stdin:
-            if line.strip():
-                yield line.strip()
-    else:
-        yield from prompt_loop(prompt)
-
-
-def prompt_loop(prompt):
-    """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
-    try:
-        import readline  # noqa: F401  (line editing and history where the platform has it)
-    except Exception:  # none, or an old Windows pyreadline that fails on import
-        pass
-    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
-          f"starts a new topic, {ONLY} 'hr/**' asks within some (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
-    while True:
-        try:
-            says = prompt()
-            if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
-                print(says, end="", file=sys.stderr, flush=True)
-                says = ""
-            question = input(says).strip()
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
+    def progress(step):
+        if shown["width"] and (step is None or step.done or time.monotonic() - shown["at"] >= PROGRESS_SECONDS):
+            stream.write("\r" + " " * shown["width"] + "\r")  # erased: \r alone would leave a longer line's end
+            shown["width"] = 0
+        if step is None or step.seconds < PROGRESS_AFTER_SECONDS:
             return
-        if question.lower() in ("", "quit", "exit", "q"):
-            return
-        yield question
+        if step.done:
+            stream.write(f"rag.py: {done_line(step)}\n")
+        elif not shown["width"]:  # (cut to the terminal's width: a line that wraps is not rewritten)
+            line = f"{step.task}: {progress_line(step)}"[:shutil.get_terminal_size().columns - 1]
+            stream.write(line)
+            shown.update(width=len(line), at=time.monotonic())
+        stream.flush()
+    return progress
 
 
-def run_question(index, question, config, embeddings, args, earlier=()):
-    """Search, explain or answer one question, which may follow up on the earlier turns, and print what
-    came of it; return the answer (its mode is the next question's: hybrid mode searches by words once a
-    question could not be embedded)."""
-    if args.explain:
-        answer = explain(index, question, config, embeddings, args.search, earlier)
-        if args.search or args.show_prompt or answer.request is None:
-            return answer
-        stage("Answer")
-        answer = generate(answer, config, print_text)
-    elif args.search:
-        hits, mode = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])
-        print_hits(question, hits, args.json)
-        return Answer(question, mode, hits)
+HOOKS["progress"] = terminal_progress
+
+
+def progress_line(step):
+    """Return how far a step has come, in words, and what is left.
+
+    Example: "120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
+    """
+    said = f"{step.count:,} of {counted(step.total, step.unit)}"
+    if step.total_size:  # files: by their bytes
+        pages = f", {step.pages:,} pages" if step.pages else ""
+        said += f"{pages}, {megabytes(step.size)} of {megabytes(step.total_size)} MB"
+        done, total, rate = step.size, step.total_size, step.size / max(step.seconds, 1e-6)
+        speed = f"{rate / 1e6:,.1f} MB/s"
     else:
-        answer = ask(index, question, config, embeddings, None if args.json else print_text, earlier)
-    if args.show_prompt and answer.request:
-        print_prompt(answer.request, args.json)
-    else:
-        print_answer(answer, args.json)
-    if answer.failure:
-        raise answer.failure
-    return answer
+        done, total, rate = step.count, step.total, step.count / max(step.seconds, 1e-6)
+        speed = f"{rate:,.0f} {step.unit}s/s"
+    if not done:
+        return said
+    left = (total - done) / rate
+    return f"{said}, {speed}, about {left / 60:,.0f} min left" if left >= 90 else f"{said}, {speed}, about {left:.0f} s left"
+
+
+def done_line(step):
+    """Return what a step did, in how long.
+
+    Example: "indexed 400 files (9,000 pages, 95 MB) in 20.0 s"; "embedded 1,200 chunks in 31.5 s"
+    """
+    pages = f"{step.pages:,} pages, " if step.pages else ""
+    size = f" ({pages}{megabytes(step.total_size)} MB)" if step.total_size else ""
+    return f"{step.task[:-3]}ed {counted(step.total, step.unit)}{size} in {step.seconds:,.1f} s"
+
+
+def megabytes(size):
+    """Return a size in MB as people read it: "0.3", "12", "1,234"."""
+    return f"{size / 1e6:,.1f}" if size < 1e7 else f"{size / 1e6:,.0f}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: worker processes. A large first run reads its files with every core: the batches of files go
+# to worker processes (one per core, up to INDEX_WORKERS), each makes the Part of its batch, and this
+# process adds them to the index in order. Adds HOOKS["parts"].
+# ---------------------------------------------------------------------------------------------------
+
+INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
+INDEX_BATCH_BYTES = 2**20  # a folder is read in three batches a core, of this many bytes at least
+
+
+def parts_made_by_workers(files, most_bytes=MAX_FILE_BYTES, tell=None):
+    """Yield the Parts of the files, in order: made by worker processes when there are batches for more
+    than one, else made here. Batches are of INDEX_PART_BYTES, or smaller where the files are fewer, so that
+    every core gets a few. Each worker is handed one batch ahead, no more: parts waiting to be written
+    (while another rag.py writes, say) take memory. tell, if given, is told of the files read so far:
+    [files, pages, bytes], at least every PROGRESS_SECONDS."""
+    cores = min(os.cpu_count() or 1, INDEX_WORKERS)
+    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (3 * cores)))
+    batches = file_batches(files, most)
+    workers = min(cores, len(batches))
+    pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
+    if pool is None:
+        yield from parts_made_here(files, most_bytes, tell)
+        return
+    try:
+        yield from parts_from(pool, batches, ahead, most_bytes, tally, tell or (lambda tally: None))
+    finally:  # (also when the caller stops taking parts: no batch is handed out after)
+        for future in ahead:
+            future.cancel()
+        pool.shutdown()
+
+
+HOOKS["parts"] = parts_made_by_workers
+
+
+def start_workers(count, batches, most_bytes=MAX_FILE_BYTES):
+    """Return a pool of worker processes, the first batches handed to them (futures of their parts) and
+    the tally they keep of the files they read, or (None, None, None) where none can be started. They are
+    started afresh ("spawn", on every system: a process forked from one with threads may hang) as those
+    batches are handed out, here, with stderr going nowhere: what they have to say comes back with their
+    parts, and one stopped by Ctrl-C (which the main process handles) is not heard. (Not from the page's
+    threads: the others' log lines would go nowhere meanwhile.)"""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None, None, None
+    try:
+        stderr, nowhere = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no stderr at all (`2>&-`)
+        return None, None, None
+    os.dup2(nowhere, 2)  # the new processes' stderr
+    pool = None
+    try:
+        spawn = multiprocessing.get_context("spawn")
+        tally = spawn.Array("d", 3)  # shared memory: [files, pages, bytes] the workers have read
+        pool = ProcessPoolExecutor(count, spawn, worker_started, (tally,))
+        return pool, deque(pool.submit(make_part_in_worker, batch, most_bytes) for batch in batches), tally
+    except Exception:  # whatever keeps them from starting (a sandbox without semaphores; PyPy 3.9 cannot
+        if pool:       # spawn them): the work is done here
+            pool.shutdown(wait=False)
+        return None, None, None
+    finally:
+        os.dup2(stderr, 2)
+        os.close(stderr), os.close(nowhere)
+
+
+def parts_from(pool, batches, ahead, most_bytes, tally, tell):
+    """Yield the parts of the batches, in order, from the pool (ahead: the futures of the first ones,
+    handed out already), handing it the next batch as each part is taken, and telling the workers' tally
+    while waiting. Should a worker stop (killed, out of memory), the batches not done yet are done here."""
+    from concurrent.futures import wait
+    from concurrent.futures.process import BrokenProcessPool
+    done = 0
+    try:
+        for batch in batches[len(ahead):] + [None] * len(ahead):
+            if batch is not None:
+                ahead.append(pool.submit(make_part_in_worker, batch, most_bytes))
+            while not wait([ahead[0]], PROGRESS_SECONDS).done:
+                tell(tally)
+            yield ahead.popleft().result()
+            done += 1
+    except BrokenProcessPool:
+        warn("a process reading the files stopped; reading the rest in this one")
+        yield from (make_part(batch, most_bytes, partial(add_to_tally, tally, tell)) for batch in batches[done:])
+
+
+# In a worker process, the tally it shares with the main one (set as it starts; None elsewhere).
+WORKER_TALLY = None
+
+
+def worker_started(tally):
+    """Set up a worker process as it starts: keep the shared tally, and no cycle collector (see update_index)."""
+    global WORKER_TALLY
+    WORKER_TALLY = tally
+    gc.disable()
+
+
+def make_part_in_worker(files, most_bytes):
+    """Return make_part(files), adding each file read to the tally shared with the main process."""
+    return make_part(files, most_bytes, count_in_worker)
+
+
+def count_in_worker(pages, size):
+    """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
+    with WORKER_TALLY.get_lock():  # (the other workers add to it too)
+        WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -6420,7 +6731,7 @@ class Snapshot:
     stamp: tuple           # (path, size, mtime_ns) of each file: compared to notice a change
     generation: int = 1    # one more at each re-read; passages are named by generation and chunk number
     note: str = ""         # what the page says about the last re-read
-    reading: Reading = None  # while the documents are first read: how far that has come (the index has
+    reading: Progress = None  # while the documents are first read: how far that has come (the index has
                              # the files read so far)
 
 
@@ -6517,7 +6828,7 @@ class LiveIndex:
         if self.snapshot is not None:
             return self.snapshot
         if so_far is None:
-            told = f": {reading_line(reading)}" if reading else ""
+            told = f": {progress_line(reading)}" if reading else ""
             raise RagError(f"still reading the documents{told}; ask again when it is done", status=503)
         return replace(so_far, reading=self.reading)
 
@@ -6668,7 +6979,7 @@ def question_asked(site, params):
 def head_line(snapshot, question, hits, mode):
     """Return the first line of an answer, or a search's result: the --json line, with each hit's chunk
     number, where it is, an excerpt, and the index's generation (with the note of its last re-read)."""
-    reading = {"reading": reading_line(snapshot.reading)} if snapshot.reading else {}
+    reading = {"reading": progress_line(snapshot.reading)} if snapshot.reading else {}
     return json_line(question, hits, mode=mode, passages=[hit.number for hit in hits],
                      places=[place(hit.chunk) for hit in hits], excerpts=[excerpt(hit.chunk.text, question) for hit in hits],
                      generation=snapshot.generation, note=snapshot.note, **reading)
@@ -6699,8 +7010,8 @@ def route_ask(handler, site, params):
     config, told = replace(site.config, mode=snapshot.mode, only=only_of(body.get("only", []), snapshot)), []
     answer = Answer(question, config.mode, [])
     try:  # ask()'s journey, with the queue for the model between the prompt and the answer
-        found, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
-        answer = prompt_for(snapshot.index, question, found, mode, config, earlier, snapshot.embeddings)
+        answer = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
+        answer = prompt_for(snapshot.index, answer, config, earlier, snapshot.embeddings)
     except RagError as e:
         answer = replace(answer, failure=e)
     handler.send_response(200)
@@ -6730,8 +7041,8 @@ def route_ask(handler, site, params):
 def route_search(handler, site, params):
     """GET /api/search?q=...&h=earlier question: the ranked passages, as the first line of an answer."""
     snapshot, config, question, earlier = question_asked(site, params)
-    hits, mode = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier])
-    send(handler, 200, head_line(snapshot, question, hits, mode), "application/json")
+    answer = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier])
+    send(handler, 200, head_line(snapshot, question, answer.found, answer.mode), "application/json")
 
 
 def route_passage(handler, site, params):
@@ -6769,9 +7080,9 @@ def route_explain(handler, site, params):
     each hit's score by token (both ranks and the cosine in hybrid mode), what fits the context, the request."""
     snapshot, config, question, turns = question_asked(site, params)
     index, earlier, embeddings = snapshot.index, [asked for asked, _ in turns], snapshot.embeddings
-    query = make_query(question, earlier, chunks_within(index, config.only))
-    found, mode = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
-    answer = prompt_for(index, question, found, mode, config, turns, embeddings)
+    answer = retrieve(index, question, config, embeddings, earlier, FOCUS_DEPTH * config.k)
+    found, mode, query = answer.found, answer.mode, answer.queries[0]
+    answer = prompt_for(index, answer, config, turns, embeddings)
     hits, given = [], {hit.number: hit for hit in answer.hits}
     for hit, (parts, ways) in zip(found, hit_scores(index, query, found, mode, embeddings)):
         hits.append(dict(json.loads("{" + chunk_json(hit.chunk) + "}"), text=None, rank=hit.rank, score=hit.score,
@@ -6796,11 +7107,11 @@ def route_files(handler, site, params):
     other files it holds; and the kinds of the documents with text, with how many of each. Files of other
     kinds are not named: the page is for the documents."""
     snapshot, folder = site.live.current(), params.get("in", [""])[-1].strip("/")
-    if snapshot.index.records is None:
-        snapshot.index.records = file_records(snapshot.index)  # (kept with its index: they change together)
+    if "records" not in snapshot.index.memo:
+        snapshot.index.memo["records"] = file_records(snapshot.index)  # (kept with its index: they change together)
     start, folders, files, others = folder + "/" if folder else "", {}, [], 0
-    kinds = Counter(os.path.splitext(record["source"])[1].lower()[1:] for record in snapshot.index.records if record["chunks"])
-    for record in snapshot.index.records:
+    kinds = Counter(os.path.splitext(record["source"])[1].lower()[1:] for record in snapshot.index.memo["records"] if record["chunks"])
+    for record in snapshot.index.memo["records"]:
         if record["source"].startswith(start):
             name, below, _ = record["source"][len(start):].partition("/")
             if below:
@@ -6837,7 +7148,7 @@ def route_status(handler, site, params):
         snapshot = site.live.current()
     except RagError:  # nothing read yet
         snapshot = Snapshot(Index(), None, "lexical", (), reading=site.live.reading)
-    reading = snapshot.reading and dict(vars(snapshot.reading), line=reading_line(snapshot.reading))
+    reading = snapshot.reading and dict(vars(snapshot.reading), line=progress_line(snapshot.reading))
     if time.monotonic() - site.model_checked[0] > RELOAD_SECONDS:  # (not at every look of a page still reading)
         site.model_checked = (time.monotonic(), model_note(site.config))
     send(handler, 200, {"documents": len(snapshot.index.sources()), "chunks": snapshot.index.size,
@@ -7112,7 +7423,7 @@ def said_when_read(reading):
     """Say how long the first reading took, when it took long: the page shows how far it has come (a line
     that rewrites itself would be broken up by the requests' log lines)."""
     if reading and reading.done and reading.seconds >= PROGRESS_AFTER_SECONDS:
-        inform(f"read {counted(reading.total_files, 'file')} ({megabytes(reading.total_size)} MB) in {reading.seconds:,.1f} s")
+        inform(f"read {counted(reading.total, 'file')} ({megabytes(reading.total_size)} MB) in {reading.seconds:,.1f} s")
 
 
 def serve(args, config):
@@ -7290,7 +7601,7 @@ function el(tag, cls, ...children) {
 const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;  // "1 passage", "2 passages"
 const where = (hit) => `${hit.source}, ${hit.place}`;  // the place: "lines 40-49", "p. 12", "slide 7"
 const also = (hit) => !hit.also ? '' : ' · also in ' + hit.also.slice(0, 3).map((copy) => copy.source).join(', ')
-  + (hit.also.length > 3 ? ` and ${hit.also.length - 3} more` : '');  // the same text in other files
+  + (hit.also.length + (hit.also_more || 0) > 3 ? ` and ${hit.also.length + (hit.also_more || 0) - 3} more` : '');  // the same text elsewhere
 const placed = (head) => { head.hits.forEach((hit, i) => { hit.place = head.places[i]; }); return head; };
 const path = (heading) => heading.split(' > ').join(' › ');
 const widen = (node, share) => { node.style.width = (100 * share).toFixed(2) + '%'; return node; };

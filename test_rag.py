@@ -790,6 +790,8 @@ def index_chunks(chunks):
     with rag.transaction(index.db, index.path):
         rag.add_part(index, rag.part_of([(rag.File(f"{number}:{source}", source, None, "0 0 0"), list(chunks))
                                          for number, (source, chunks) in enumerate(files)]))
+        for extra in rag.INDEX_EXTRAS.values():  # (as update_index does after adding parts)
+            extra["updated"](index)
     index.read_lengths()
     return index
 
@@ -800,7 +802,7 @@ def index_of(*texts):
 
 def search(index, question, k=rag.TOP_K):
     """The hits for a question by words."""
-    return rag.rank(index, question, k, "lexical")
+    return rag.rank(index, rag.queries_of(index, question), k, "lexical")
 
 
 class ScoreTest(unittest.TestCase):
@@ -899,7 +901,7 @@ class IndexStoreTest(TempFolder):
         return index, rag.update_index(index, rag.find_files([self.docs]))
 
     def ranking(self, index, question="per diem Japan annual leave laptop trains"):
-        return [(hit.chunk.source, hit.chunk.heading, round(hit.score, 12)) for hit in rag.rank(index, question, 10, "lexical")]
+        return [(hit.chunk.source, hit.chunk.heading, round(hit.score, 12)) for hit in rag.rank(index, rag.queries_of(index, question), 10, "lexical")]
 
     def test_a_second_run_reads_nothing_and_each_change_only_its_file(self):
         index, read = self.updated(self.path)
@@ -1188,9 +1190,9 @@ class WorkersTest(TempFolder):
     def test_workers_make_the_parts_this_process_makes(self):
         pools = self.started()
         with mock.patch.object(rag, "INDEX_PART_BYTES", 2000), mock.patch.object(rag.os, "cpu_count", return_value=4):
-            batches = rag.file_batches(rag.find_files([self.docs]))
-            with rag.parts_made(batches) as made:
-                parts = list(made)
+            files = rag.find_files([self.docs])
+            parts = list(rag.parts_made_by_workers(files))
+            batches = rag.file_batches(files, 2000)
         self.assertEqual((len(pools), pools[0] is None), (1, False))
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
         self.assertEqual(parts, list(map(rag.make_part, batches)))
@@ -1209,8 +1211,8 @@ class WorkersTest(TempFolder):
         batches = [files[:10], files[10:20], files[20:30] + [doomed], files[31:40], files[40:]]
         err = io.StringIO()
         with mock.patch.object(rag.os, "cpu_count", return_value=4), contextlib.redirect_stderr(err), \
-                rag.parts_made(batches) as made:
-            parts = list(made)
+                mock.patch.object(rag, "file_batches", return_value=batches):
+            parts = list(rag.parts_made_by_workers(files[:30] + [doomed] + files[31:]))
         self.assertEqual(err.getvalue(), "rag.py: warning: a process reading the files stopped; reading the rest in this one\n")
         self.assertEqual(parts, list(map(rag.make_part, batches)))
 
@@ -1300,7 +1302,7 @@ class WorkersTest(TempFolder):
         with mock.patch.object(rag, "INDEX_WORKERS", 1), mock.patch.object(rag, "INDEX_PART_BYTES", 2000):
             index = rag.open_index(rag.index_path(cache, [self.docs]))
             self.addCleanup(index.db.close)
-            first, second = rag.file_batches(rag.find_files([self.docs]))[:2]
+            first, second = rag.file_batches(rag.find_files([self.docs]), 2000)[:2]
             self.assertEqual(rag.first_row(index.db, "SELECT count(*) FROM parts")[0], 2)
             self.assertEqual(rag.update_index(index, rag.find_files([self.docs])), 60 - len(first) - len(second))
 
@@ -1642,19 +1644,23 @@ class EmbedTest(EmbedCase):
         self.assertRegex(err, r"^rag.py: the connection to Ollama broke mid-reply \(IncompleteRead\)\. Try again\.\n$")
 
     def test_progress_is_shown_on_a_terminal_only(self):
+        """Embedding tells the progress printer as reading does: one line that rewrites itself, then a line
+        that says what was done (here at once: no two seconds to wait first)."""
         index = index_chunks([rag.Chunk("notes.txt", "", n, n, f"text number {n}") for n in range(9)])
         for terminal in (True, False):
             with self.subTest(terminal=terminal):
                 err = io.StringIO()
                 err.isatty = lambda: terminal
-                with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch("sys.stderr", err):
+                with mock.patch.object(rag, "EMBED_BATCH", 2), mock.patch.object(rag, "PROGRESS_AFTER_SECONDS", 0), \
+                        mock.patch.object(rag, "PROGRESS_SECONDS", 0):
                     cache = rag.EmbeddingCache(":memory:", "all-minilm")
-                    rag.embed_chunks(index, index.digests(), cache, rag.Config(api="ollama", server=self.fake.url, embed_model="all-minilm", timeout=10))
+                    rag.embed_chunks(index, index.digests(), cache, rag.Config(api="ollama", server=self.fake.url,
+                                     embed_model="all-minilm", timeout=10), progress=rag.terminal_progress(err))
                 self.assertEqual(len(cache.keys()), 9)
                 if terminal:
-                    self.assertRegex(err.getvalue(), r"\rembedding 2/9 chunks, \d+/s, about \d+ s left")
-                    self.assertIn("\rembedding 9/9 chunks", err.getvalue())
-                    self.assertTrue(err.getvalue().endswith(" left \n"))  # the finished line stays
+                    self.assertRegex(err.getvalue(), r"^embedding: 2 of 9 chunks, [\d,]+ chunks/s, about \d+ s left")
+                    self.assertIn("\rembedding: 8 of 9 chunks", err.getvalue())
+                    self.assertRegex(err.getvalue(), r"\rrag.py: embedded 9 chunks in \d+\.\d s\n$")  # the last line stays
                 else:
                     self.assertEqual(err.getvalue(), "")
 
@@ -1861,20 +1867,25 @@ def embeddings_of(vectors, question, question_vector):
     return rag.Embeddings({number: signs[key] for number, key in keys.items()}, keys, cache, rag.Config())
 
 
+def folded(chunks, ranking):
+    """Return (the hits, the numbers of each one's copies) of a ranking [(chunk number, score)] of these chunks,
+    indexed (a file each)."""
+    texts, holders = index_chunks(chunks).extras["copies"]
+    return rag.fold_copies(ranking, texts, holders)
+
+
 class RetrieveTest(unittest.TestCase):
 
     def test_a_text_found_again_lower_is_a_copy_of_the_hit_that_holds_it(self):
         """The docstring's example: c.txt says what a.md says, but for spaces and case; b.md says more."""
         chunks = [rag.Chunk("a.md", "", 1, 1, "Book early."), rag.Chunk("b.md", "", 1, 1, "Book trains early."),
                   rag.Chunk("c.txt", "", 1, 2, "book\n  EARLY")]
-        hits = rag.distinct_hits([(0, 3.0), (1, 2.0), (2, 1.0)], chunks)
-        self.assertEqual([(hit.rank, hit.chunk.source, hit.score, [copy.source for copy in hit.copies]) for hit in hits],
-                         [(1, "a.md", 3.0, ["c.txt"]), (2, "b.md", 2.0, [])])
-        changed = rag.distinct_hits([(0, 3.0), (2, 1.0)], [chunks[0], rag.replace(chunks[2], text="Book late.")])
-        self.assertEqual(len(changed), 2)  # one word changed: another text
+        self.assertEqual(folded(chunks, [(0, 3.0), (1, 2.0), (2, 1.0)]), ([(0, 3.0), (1, 2.0)], [[2], []]))
+        changed = folded([chunks[0], rag.replace(chunks[2], text="Book late.")], [(0, 3.0), (1, 1.0)])
+        self.assertEqual(changed[1], [[], []])  # one word changed: another text
         exported = rag.Chunk("a.pdf", "", 1, 3, "It\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
         copied = rag.Chunk("a.docx", "", 1, 1, "it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
-        self.assertEqual(len(rag.distinct_hits([(0, 2.0), (1, 1.0)], [exported, copied])), 1)
+        self.assertEqual(folded([exported, copied], [(0, 2.0), (1, 1.0)]), ([(0, 2.0)], [[1]]))
 
     def test_copies_of_a_section_take_one_place_among_the_hits(self):
         """Eight files hold the handbook's "Before your first day" section. Nine hits of that text pushed
@@ -3217,7 +3228,7 @@ class ProgressTest(unittest.TestCase):
             return True
 
     def reading(self, files, pages, size, seconds, done=False):
-        return rag.Reading(files, pages, size, 400, 95_100_000, seconds, done)
+        return rag.Progress(files, pages, size, 400, 95_100_000, seconds, done)
 
     def test_the_line_says_what_is_read_and_what_is_left_rewrites_itself_and_ends_in_one_line(self):
         width = mock.patch("shutil.get_terminal_size", return_value=os.terminal_size((80, 24)))
@@ -3243,7 +3254,7 @@ class ProgressTest(unittest.TestCase):
             rag.terminal_progress(terminal)(self.reading(1, 0, 5_000_000, 600.0))  # a narrow one: the line is cut
         width.start()
         self.assertEqual(terminal.getvalue(), "indexing: 1 of 400 files, 5.0 of 95 MB,")  # (a line that wraps stays)
-        self.assertEqual(rag.reading_line(self.reading(1, 0, 5_000_000, 600.0)).split(", ")[-1], "about 180 min left")
+        self.assertEqual(rag.progress_line(self.reading(1, 0, 5_000_000, 600.0)).split(", ")[-1], "about 180 min left")
 
     def test_nothing_is_shown_when_the_output_is_piped_or_json(self):
         self.assertIsNone(rag.terminal_progress(io.StringIO()))
@@ -4965,7 +4976,7 @@ class MixedFolderTest(TempFolder):
         rows = (index.db.execute("SELECT path, identity, note FROM files ORDER BY path").fetchall(),
                 index.db.execute("SELECT path, source, heading, first_line, last_line, first_page, last_page, text "
                                  "FROM chunks ORDER BY path, number").fetchall())
-        hits = [(hit.chunk.source, round(hit.score, 9)) for hit in rag.rank(index, "which file says the report is due", 100, "lexical")]
+        hits = [(hit.chunk.source, round(hit.score, 9)) for hit in rag.rank(index, rag.queries_of(index, "which file says the report is due"), 100, "lexical")]
         return rows, hits, err.getvalue()
 
     def test_every_format_read_by_worker_processes_or_none_is_indexed_and_said_as_by_one_process(self):
@@ -5233,7 +5244,8 @@ class FollowUpTest(unittest.TestCase):
                 (["How long is the probation period?", "and for a fixed-term contract?"], "when are the check-ins?", "Probation", 1),
                 (["What is the per diem in Japan?"], "How many days of annual leave do I get?", "Annual leave", 1)]:  # new topic
             with self.subTest(question=question):
-                hits, mode = rag.retrieve(self.index, question, self.config, earlier=earlier)
+                found = rag.retrieve(self.index, question, self.config, earlier=earlier)
+                hits, mode = found.found, found.mode
                 self.assertIn(heading, " ".join(hit.chunk.heading for hit in hits[:rank]))
                 self.assertEqual(mode, "lexical")
 
@@ -5244,7 +5256,7 @@ class FollowUpTest(unittest.TestCase):
         self.assertEqual((report["follow_ups"]["with"], report["follow_ups"]["without"]), (1.0, 55 / 73))
 
     def test_messages_carry_the_earlier_turns_briefly(self):
-        hits = rag.retrieve(self.index, "and the hotel cap?", self.config)[0]
+        hits = rag.retrieve(self.index, "and the hotel cap?", self.config).found
         earlier = [("What is the per diem in Japan?", "EUR 70 a day [1][2]. " + "More words. " * 60)]
         messages = rag.build_messages("and the hotel cap?", hits, earlier)
         self.assertEqual([m["role"] for m in messages], ["system", "user", "assistant", "user"])
@@ -5260,7 +5272,8 @@ class FollowUpTest(unittest.TestCase):
         self.addCleanup(fake.close)
         config = config_for(fake.url, mode="hybrid")
         embeddings, _ = rag.use_embeddings(self.index, config)
-        hits, mode = rag.retrieve(self.index, "and the hotel cap?", config, embeddings, ["What is the per diem in Japan?"])
+        found = rag.retrieve(self.index, "and the hotel cap?", config, embeddings, ["What is the per diem in Japan?"])
+        hits, mode = found.found, found.mode
         self.assertEqual((mode, hits[0].chunk.heading), ("hybrid", "Expenses > Per diem"))
         asked = [body["input"] for path, body in fake.requests if path == "/api/embed" and len(body["input"]) == 1]
         self.assertIn(["search_query: What is the per diem in Japan? and the hotel cap?"], asked)
@@ -5289,7 +5302,8 @@ def follow_up_report(index, config, conversations, k=5):
             expected = turn["expected"] if isinstance(turn["expected"], list) else [turn["expected"]]
             kind = "follow_ups" if earlier else "first"
             for way, history in (("with", earlier), ("without", [])):
-                hits, _ = rag.retrieve(index, turn["question"], rag.replace(config, k=k), earlier=history)
+                found = rag.retrieve(index, turn["question"], rag.replace(config, k=k), earlier=history)
+                hits = found.found
                 rank = next((hit.rank for hit in hits if any(rag.is_expected(hit.chunk, e) for e in expected)), None)
                 counts[kind][way].append(1 / rank if rank else 0.0)
             earlier.append(turn["question"])
@@ -5447,14 +5461,14 @@ class PageFirstReadingTest(ServerCase):
         reading = self.read_first(self.cache)
         self.assertTrue(eventually(lambda: self.status()["reading"]))  # the files are counted
         status = self.status()
-        self.assertEqual((status["reading"]["files"], status["reading"]["total_files"], status["chunks"]), (0, 3, 0))
+        self.assertEqual((status["reading"]["count"], status["reading"]["total"], status["chunks"]), (0, 3, 0))
         self.assertRegex(status["reading"]["line"], r"^0 of 3 files, 0.0 of 0.0 MB")
         code, _, text = self.request("GET", "/api/search?q=code")
         self.assertEqual(code, 503)
         self.assertRegex(text, r"^still reading the documents: 0 of 3 files, .+; ask again when it is done$")
         self.go.release()  # a.md is read and committed
         self.assertTrue(eventually(lambda: self.status()["chunks"] == 1))
-        self.assertEqual(self.status()["reading"]["files"], 1)
+        self.assertEqual(self.status()["reading"]["count"], 1)
         found = json.loads(self.request("GET", "/api/search?q=alpha+code")[2])
         self.assertEqual(([hit["source"] for hit in found["hits"]], found["reading"].split(",")[0]), (["a.md"], "1 of 3 files"))
         head, *_, final = self.ask("What is the alpha code?")
@@ -5470,7 +5484,7 @@ class PageFirstReadingTest(ServerCase):
         reading = self.read_first("")
         self.go.release()
         self.go.release()
-        self.assertTrue(eventually(lambda: (self.status()["reading"] or {}).get("files") == 2))
+        self.assertTrue(eventually(lambda: (self.status()["reading"] or {}).get("count") == 2))
         code, _, text = self.request("POST", "/api/ask", {"question": "What is the alpha code?"})
         self.assertEqual(code, 503)
         self.assertRegex(text, r"^still reading the documents: 2 of 3 files,")
