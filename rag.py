@@ -77,8 +77,7 @@ CHUNK_OVERLAP = 200    # at most this many characters of a section's previous ch
 BM25_K1 = 1.2          # term-frequency saturation (Robertson & Zaragoza 2009, the usual 1.2)
 BM25_B = 0.75          # document-length normalization (same source)
 BM25_K3 = 8.0          # query-term saturation: a word a long question repeats n times weighs n * (k3 + 1) /
-                       # (n + k3) (Robertson et al., Okapi at TREC-3, 1994; 8 is Terrier's default). Measured:
-                       # ArguAna nDCG@10 0.4224 -> 0.4966 (bm25s 0.4931), SciFact and JaQuAD unchanged
+                       # (n + k3) (Robertson et al., Okapi at TREC-3, 1994; 8 is Terrier's default; README)
 LONG_QUESTION = 20     # tokens from which a question counts repeated words; a shorter one counts each once
                        # ("unnecessary for short queries": Manning, Raghavan & Schuetze 2008, section 11.4.3)
 TOP_K = 5              # hits shown or handed to the model
@@ -87,13 +86,12 @@ FOCUS_DEPTH = 2        # others the sentences that share the question's words, f
 FOCUS_DECAY = 0.3      # a sentence of the hit ranked r (from 0) counts 1 / (1 + r x this) of its score
 FOCUS_MIN_CHARS = 1000 # passages this short are given whole: ~250 tokens, a few seconds' reading on a laptop
 RELEVANT_SHARE = 0.6   # a hit scored below this share of the best one's is not given: the answer is in the best
-                       # (JaQuAD: 357 of 1,000 questions have no hit above 0.6 of the best, all answered in the best)
 HISTORY_TURNS = 2      # a follow-up is searched with the words of this many questions before it, the one j
-HISTORY_WEIGHT = 0.5   # back at this weight ** j, times OWN_TOKENS / its own tokens when it has more: on 73
-OWN_TOKENS = 3         # follow-ups of 46 conversations, hit rate@5 0.75 -> 1.00, MRR 0.70 -> 0.93 (README)
+HISTORY_WEIGHT = 0.5   # back at this weight ** j, times OWN_TOKENS / its own tokens when it has more
+OWN_TOKENS = 3         # (measured on follow-ups of 46 conversations: README)
 HISTORY_ANSWER_CHARS = 300  # of each earlier answer in the prompt: enough to tell what "it" and "there" are
 DEFAULT_MODE = "auto"  # hybrid when an embedding model is on the server and the chunks are embedded
-AUTO_EMBED_SECONDS = 60   # (or can be in this long), else words: natural questions hit@5 0.79 -> 0.92 (README)
+AUTO_EMBED_SECONDS = 60   # (or can be in this long), else words
 
 OLLAMA_URL = "http://127.0.0.1:11434"  # Ollama's own default; OLLAMA_HOST or --host change it
 OLLAMA_PORT = 11434      # the port of an OLLAMA_HOST that names none
@@ -103,8 +101,8 @@ CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt
 MIN_NUM_CTX = 2048       # never ask for a smaller window than Ollama's own smallest default
 NUM_CTX_STEP = 1024      # num_ctx is rounded up to a multiple of this, so similar prompts reuse a loaded model
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
-REPEAT_PENALTY = 1.1     # a token said in the last 64 is less likely again (Ollama's default; llama-server's is
-                         # 1.0, off): SmolLM2-135M looped in 5 of 10 answers with 1.0, in 2 with 1.1
+REPEAT_PENALTY = 1.1     # a token said in the last 64 is less likely again (Ollama's default; llama-server's 1.0
+                         # is off, and small models loop more: README)
 REPEATS = 3              # a sentence or line said this often stops the answer: small models loop to the token limit
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
@@ -122,10 +120,9 @@ FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chun
                        # when words find fewer); --explain ranks as deep
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones asked last
 SHORTLIST = 1500       # embedding search compares the question with this many chunks at most, those whose
-                       # vectors' signs agree with its own most (recall@10 0.99 at 100,000 chunks: README)
+                       # vectors' signs agree with its own most (README, "Limits")
 
 COLUMNS = 100          # width of --search, --explain and --eval listings
-EXPLAIN_PARTS = 10     # --explain shows this many of a hit's tokens at most, the largest (then the rest summed)
 EXCERPT_CHARS = 300    # characters of a passage shown under each hit of --search
 
 # Snowball's English stop word list (shared/reference/porter2/stop.txt), the forms without apostrophes:
@@ -580,126 +577,15 @@ def in_code(line, opened):
     return code, fence.group(1) if code else ""                                    # is inline code
 
 
-class HtmlText(HTMLParser):
-    """Collect the paragraphs of an HTML page with their source lines; script and style are dropped."""
-
-    SKIP = {"script", "style", "noscript", "template", "svg"}
-    BLOCKS = {"p", "div", "li", "tr", "td", "th", "br", "pre", "blockquote", "section", "article",
-              "header", "footer", "main", "nav", "aside", "ul", "ol", "table", "dt", "dd", "title",
-              "h1", "h2", "h3", "h4", "h5", "h6"}
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.paragraphs, self.words, self.first, self.skipping = [], [], 0, 0
-        self.title, self.in_title = None, False  # <title>: the page's heading only when it has no <h1>
-
-    def error(self, message):  # Python 3.8 and 3.9 call this on markup they cannot read
-        raise ValueError(message)
-
-    def close_paragraph(self):
-        if self.words:
-            # The pieces are joined as written: white space parts words, tags do not ("H<sub>2</sub>O")
-            paragraph = Paragraph(self.first, max(self.getpos()[0], self.first), " ".join("".join(self.words).split()))
-            if self.in_title:  # the browser tab's name, usually the <h1> again: counted once, in html_paragraphs
-                self.title = self.title or paragraph
-            elif paragraph.text.strip("# "):
-                self.paragraphs.append(paragraph)
-            self.words = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP:
-            self.skipping += 1
-        elif tag in self.BLOCKS:
-            self.close_paragraph()
-            self.in_title = tag == "title"
-            if tag[0] == "h" and tag[1:].isdigit():  # <h2> becomes "## ", so headings work as in Markdown
-                self.words.append("#" * int(tag[1:]) + " ")
-                self.first = self.getpos()[0]
-
-    def handle_endtag(self, tag):
-        if tag in self.SKIP:
-            self.skipping = max(0, self.skipping - 1)
-        elif tag in self.BLOCKS:
-            self.close_paragraph()
-            self.in_title = False
-
-    def handle_data(self, data):
-        if not self.skipping and (self.words or data.strip()):
-            if not self.words:
-                self.first = self.getpos()[0] + data[:len(data) - len(data.lstrip())].count("\n")
-            self.words.append(data)
-
-
-def html_paragraphs(markup, path):
-    """Return the paragraphs of an HTML page's visible text (all of it the parser can read)."""
-    parser = HtmlText()
-    try:
-        parser.feed(one_line_end(markup))
-        parser.close()
-    except (AssertionError, ValueError) as e:  # how html.parser gives up on markup it cannot read
-        warn(f"{path}: unreadable HTML from line {parser.getpos()[0]} on ({e}); the text before it is kept")
-    parser.close_paragraph()
-    if parser.title and not any(p.text.startswith("# ") for p in parser.paragraphs):
-        return [replace(parser.title, text="# " + parser.title.text)] + parser.paragraphs
-    return parser.paragraphs
-
-
 def read_plain(data, path):
     """Return the paragraphs of a plain text, Markdown or reStructuredText file."""
     return text_paragraphs(decode(data, path))
 
 
-# YAML front matter: a Markdown file that starts with "---", then "key: value" lines, then "---" (or "...").
-FRONT_MATTER = re.compile(r"---[ \t]*\n(?=[\w-]+:)(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|$)", re.DOTALL)
-TITLE = re.compile(r"^title:[ \t]*[\"']?(.*?)[\"']?[ \t]*$", re.MULTILINE)
-
-
-def read_markdown(data, path):
-    """Return the paragraphs of a Markdown file. Its front matter (what Jekyll, Hugo or Obsidian keep
-    at the top) is no body text; its title: is the document's heading.
-
-    Example: "---\ntitle: Travel\ntags: [hr]\n---\nBook early." -> [(2, 2, "# Travel"), (5, 5, "Book early.")]
-    """
-    text = one_line_end(decode(data, path))
-    front = FRONT_MATTER.match(text)
-    if not front:
-        return text_paragraphs(text)
-    title = TITLE.search(front.group(1))
-    # The front matter's lines become blank lines, so the body's lines keep their numbers.
-    paragraphs = text_paragraphs("\n" * front.group(0).count("\n") + text[front.end():])
-    if title and title.group(1):
-        line = text.count("\n", 0, front.start(1) + title.start()) + 1
-        paragraphs.insert(0, Paragraph(line, line, "# " + title.group(1)))
-    return paragraphs
-
-
-def read_html(data, path):
-    """Return the paragraphs of an HTML page's visible text."""
-    return html_paragraphs(decode(data, path), path)
-
-
-def page_paragraphs(pages):
-    """Return the paragraphs of a document read as pages of text (a PDF's pages, a deck's slides), each
-    with its page number; lines are counted as --show-text prints them (see document_text).
-
-    Example: ["a\n\nb", "c"] -> [Paragraph(1, 1, "a", 1), Paragraph(3, 3, "b", 1), Paragraph(4, 4, "c", 2)]
-    """
-    paragraphs, line = [], 1
-    for number, page in enumerate(pages, 1):
-        for paragraph in text_paragraphs(page):
-            last = line + paragraph.text.count("\n")
-            paragraphs.append(Paragraph(line, last, paragraph.text, number))
-            line = last + 2  # a blank line between paragraphs
-        if paragraphs and paragraphs[-1].page == number:
-            line -= 1        # the next page begins on the line after the last one, behind a form feed
-    return paragraphs
-
-
 # The readers, by file suffix: each takes a file's bytes and its path and returns its paragraphs, or
 # raises RagError to have the file skipped. The appendices add more formats here, and name their pages
 # in PAGE_NAMES (a PDF's are "p.", the default).
-READERS = {".txt": read_plain, ".md": read_markdown, ".markdown": read_markdown, ".rst": read_plain,
-           ".html": read_html, ".htm": read_html}
+READERS = {".txt": read_plain, ".md": read_plain, ".markdown": read_plain, ".rst": read_plain}
 PAGE_NAMES = {}
 
 
@@ -877,8 +763,8 @@ CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-
 WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK); "_" separates words
 CJK_RUN = re.compile(f"[{CJK}]+")
 IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# Every ASCII character has an entry, letters and digits mapped to themselves: str.translate is then
-# 1.6 times faster than with entries for the separators only (measured on SciFact's 6 MB of ASCII text).
+# Every ASCII character has an entry, letters and digits mapped to themselves (faster than entries for the
+# separators only).
 ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, range(128))})
 
 
@@ -987,7 +873,6 @@ def stem(word):
         return SPECIAL_WORDS[word]
     if len(word) <= 2:
         return word
-
     # Remove an initial apostrophe; mark initial y, and y after a vowel, as consonant Y.
     if word.startswith("'"):
         word = word[1:]
@@ -995,63 +880,66 @@ def stem(word):
         word = "Y" + word[1:]
     if "y" in word:  # most words have none: skip the regular expression
         word = Y_AFTER_VOWEL.sub(r"\1Y", word)
-
     # Regions: R1 and R2 are given as the index where each region starts.
     prefix = R1_PREFIX.match(word)
     r1 = prefix.end() if prefix else region_after(word, 0)  # gener-ous: R1 is "ous"
     r2 = region_after(word, r1)
-
-    # Step 0: remove the longest of the apostrophe suffixes ' 's 's'
-    if "'" in word:
-        word = split_suffix(word, STEP0_GROUPS)[0]
-
-    # Step 1a: plurals (sses -> ss, ies -> i or ie, s -> deleted, us and ss kept)
-    rest, suffix = split_suffix(word, STEP1A_GROUPS)
-    if suffix == "sses":
-        word = rest + "ss"
-    elif suffix in ("ied", "ies"):
-        word = rest + ("i" if len(rest) > 1 else "ie")
-    elif suffix == "s" and has_vowel(rest[:-1]):
-        word = rest
-
-    # Step 1b: past tenses and -ing forms
-    rest, suffix = split_suffix(word, STEP1B_GROUPS)
-    if suffix in ("eed", "eedly"):
-        if len(rest) >= r1 and rest not in EED_KEEP:
-            word = rest + "ee"
-    elif suffix == "ing" and len(rest) == 2 and rest[0] not in VOWELS and rest[1] == "y":
-        word = rest[0] + "ie"  # dying -> die, lying -> lie
-    elif suffix and not (suffix == "ing" and rest in ING_KEEP) and has_vowel(rest):
-        word = rest
-        if word.endswith(("at", "bl", "iz")):
-            word += "e"  # luxuriat -> luxuriate
-        elif word.endswith(DOUBLES) and word[:-2] not in ("a", "e", "o"):
-            word = word[:-1]  # hopp -> hop, but add, egg, off stay
-        elif r1 >= len(word) and ends_short_syllable(word):
-            word += "e"  # hop -> hope (a short word)
-
+    word = past_tense_stem(plural_stem(word), r1)
     # Step 1c: final y -> i after a non-vowel that is not the first letter (cry -> cri)
     if len(word) > 2 and word[-1] in "yY" and word[-2] not in VOWELS:
         word = word[:-1] + "i"
+    return suffix_stem(word, r1, r2).replace("Y", "y")  # Finally, turn any Y back into y.
 
+
+def plural_stem(word):
+    """Steps 0 and 1a: remove the longest of the apostrophe suffixes ' 's 's', then plurals (sses -> ss,
+    ies -> i or ie, s -> deleted, us and ss kept)."""
+    if "'" in word:
+        word = split_suffix(word, STEP0_GROUPS)[0]
+    rest, suffix = split_suffix(word, STEP1A_GROUPS)
+    if suffix == "sses":
+        return rest + "ss"
+    if suffix in ("ied", "ies"):
+        return rest + ("i" if len(rest) > 1 else "ie")
+    if suffix == "s" and has_vowel(rest[:-1]):
+        return rest
+    return word
+
+
+def past_tense_stem(word, r1):
+    """Step 1b: past tenses and -ing forms."""
+    rest, suffix = split_suffix(word, STEP1B_GROUPS)
+    if suffix in ("eed", "eedly"):
+        return rest + "ee" if len(rest) >= r1 and rest not in EED_KEEP else word
+    if suffix == "ing" and len(rest) == 2 and rest[0] not in VOWELS and rest[1] == "y":
+        return rest[0] + "ie"  # dying -> die, lying -> lie
+    if not suffix or (suffix == "ing" and rest in ING_KEEP) or not has_vowel(rest):
+        return word
+    if rest.endswith(("at", "bl", "iz")):
+        return rest + "e"  # luxuriat -> luxuriate
+    if rest.endswith(DOUBLES) and rest[:-2] not in ("a", "e", "o"):
+        return rest[:-1]  # hopp -> hop, but add, egg, off stay
+    if r1 >= len(rest) and ends_short_syllable(rest):
+        return rest + "e"  # hop -> hope (a short word)
+    return rest
+
+
+def suffix_stem(word, r1, r2):
+    """Steps 2 to 5: suffixes replaced or removed where they stand in the regions R1 and R2."""
     # Step 2: double suffixes, replaced when in R1
     rest, suffix = split_suffix(word, STEP2_GROUPS)
-    if (suffix == "ogi" and not rest.endswith("l")) or (
-            suffix == "li" and not rest.endswith(LI_ENDINGS)):
+    if (suffix == "ogi" and not rest.endswith("l")) or (suffix == "li" and not rest.endswith(LI_ENDINGS)):
         suffix = ""  # ogi must follow an l, li a valid li-ending
     if suffix and len(rest) >= r1:
         word = rest + STEP2[suffix]
-
     # Step 3: more suffixes, replaced when in R1 (ative only when in R2)
     rest, suffix = split_suffix(word, STEP3_GROUPS)
     if suffix and len(rest) >= (r2 if suffix == "ative" else r1):
         word = rest + STEP3[suffix]
-
     # Step 4: single suffixes, deleted when in R2 (ion only after s or t)
     rest, suffix = split_suffix(word, STEP4_GROUPS)
     if suffix and len(rest) >= r2 and (suffix != "ion" or rest.endswith(("s", "t"))):
         word = rest
-
     # Step 5: final e (in R2, or in R1 after no short syllable) and final ll in R2
     if word.endswith("e"):
         rest = word[:-1]
@@ -1059,9 +947,7 @@ def stem(word):
             word = rest
     elif word.endswith("ll") and len(word) - 1 >= r2:
         word = word[:-1]
-
-    # Finally, turn any Y back into y.
-    return word.replace("Y", "y")
+    return word
 
 # ---------------------------------------------------------------------------------------------------
 # Score: BM25 over an inverted index: for each token, the chunks that hold it and how often. The index
@@ -1180,7 +1066,7 @@ class Index:
             numbers, counts = self.postings(token)
             size, norms = self.size, self.norms
             if within is not None:
-                (numbers, counts), size, norms = postings_within(numbers, counts, within), within.size, within.norms
+                (numbers, counts), size, norms = within.narrow(numbers, counts), within.size, within.norms
             idf = bm25_idf(size, len(numbers))
             found = (numbers, array("d", [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
                                           for number, n in zip(numbers, counts)]))
@@ -1219,12 +1105,9 @@ class Index:
                     for number, weight in postings:
                         scores[number] += boost * weight
             self.scored = (tuple(weights.items()), within, scores)  # (in one step: the page's threads read it)
-        # Every weight is positive, so the chunks found are those with a score: no set of them is needed.
-        # Only the chunks that reach the k-th best score can be among the k best. heapq finds that score
-        # among the scores found (bare floats, picked by itertools in C); the chunks that reach it are
-        # picked in chunk order, in C too, and sorted stably, so of equal scores the earlier chunk stays
-        # first: the same k as heapq.nlargest(k, sorted(found), key=scores.__getitem__) over a set of the
-        # chunks found, in under a third of the time on a long question (ArguAna: 2.1 ms -> 0.6 ms).
+        # Every weight is positive, so the chunks found are those with a score. Only the chunks that reach
+        # the k-th best score can be among the k best: heapq finds that score among the bare scores, and
+        # the chunks that reach it are picked in chunk order and sorted stably (the earlier chunk first).
         best_scores = heapq.nlargest(k, itertools.compress(scores, scores))
         threshold = best_scores[-1] if best_scores and len(best_scores) == k else 0.0  # 0: fewer found
         found = itertools.compress(range(len(scores)), map(operator.ge, scores, itertools.repeat(threshold))
@@ -1266,21 +1149,6 @@ class Index:
         misuse", seen with Python 3.13)."""
         with self.lock:
             return self.db.execute(query, values).fetchall()
-
-
-def postings_within(numbers, counts, within):
-    """Return (numbers, counts) of a token's postings (chunk numbers ascending) whose chunks are within:
-    where the runs of chunks within are few (a folder is one), each run's postings are found by bisection;
-    else every posting is looked up in the mask, in C (itertools)."""
-    if len(within.runs) * 32 > len(numbers):
-        picked = list(map(within.mask.__getitem__, numbers))
-        return array("I", itertools.compress(numbers, picked)), array("H", itertools.compress(counts, picked))
-    kept_numbers, kept_counts = array("I"), array("H")
-    for first, stop in within.runs:
-        start, end = bisect.bisect_left(numbers, first), bisect.bisect_left(numbers, stop)
-        kept_numbers.extend(numbers[start:end])
-        kept_counts.extend(counts[start:end])
-    return kept_numbers, kept_counts
 
 
 def make_tables(db):
@@ -2327,6 +2195,7 @@ class Within:
     size: int         # chunks within
     norms: list       # by chunk number: BM25's length part (as Index.norms) by the average length of those within
     files: tuple = (0, 0)  # (documents within, documents in all)
+    narrow: object = None  # narrow(numbers, counts) of a token's postings -> those of the chunks within
 
 
 @dataclass(frozen=True)
@@ -2372,9 +2241,8 @@ def shortlist(embeddings, vector, count, within=None):
     there are no more.
 
     Vectors that point the same way mostly share their signs, so the number of signs two vectors
-    disagree on (the bits set in the XOR of their signatures) is a rough angle between them. It is
-    counted in C, some 50 times faster than a cosine in Python: at 100,000 chunks, the cosines of
-    the 1,500 chunks it picks find 99% of the ten best (README, "Limits")."""
+    disagree on (the bits set in the XOR of their signatures) is a rough angle between them, counted in
+    C far faster than a cosine in Python."""
     numbers, signs = embeddings.signs, embeddings.signs.values()
     if within is not None:
         picked = list(map(within.mask.__getitem__, numbers))
@@ -2429,13 +2297,9 @@ def hybrid_ranking(index, query, depth, embeddings):
 
     Both parts are on fixed scales: relevance is the BM25 score over the question's ideal score,
     cosine lies in [-1, 1]. So an embedding model that cannot tell the chunks apart (it gives them
-    nearly equal cosines, as an English model does for Japanese) changes the order little; rank fusion
-    would let its noise halve the quality (measured on JaQuAD).
-
-    The candidates are the best chunks by words (FUSION_DEPTH, or depth when more are asked for), and
-    when words find fewer, the shortlist by meaning too (every chunk, up to SHORTLIST of them).
-    Comparing the question with every chunk instead made a question 14 times slower on SciFact's
-    7,159 chunks for nearly the same top ten (nDCG@10 0.734 against 0.733)."""
+    nearly equal cosines, as an English model does for Japanese) changes the order little, where rank
+    fusion would let its noise decide. The candidates are the best chunks by words (FUSION_DEPTH, or
+    depth when more are asked for), and when words find fewer, the shortlist by meaning too."""
     wanted = max(depth, FUSION_DEPTH)
     by_words = dict(index.search(query.weights, wanted, query.within))
     vector = question_vector(query.text, embeddings)
@@ -2636,10 +2500,6 @@ def focus(index, hits, query, k, room=math.inf, embeddings=None):
     FOCUS_MIN_CHARS), or the room is full. A sentence already given (a repeated title) is not given again;
     a hit left with nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a
     prompt at tens of tokens a second (README, "Focus").
-
-    The embedding model reads the sentences as fast as a chat model of its size reads a prompt, and it is
-    some tens of times smaller than the chat model (nomic-embed-text 137M beside llama3.2 3B): choosing
-    them by meaning is a small part of the wait.
 
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
@@ -2961,26 +2821,6 @@ def excerpt(text, question, size=EXCERPT_CHARS):
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
 
 
-def print_documents(documents):
-    """Print what was read of each document, after a line "==> source <==" (as head does)."""
-    for document in documents:
-        print(f"==> {document.source} <==\n{document_text(document)}", flush=True)
-
-
-def document_text(document):
-    """Return a document's text as read: its paragraphs apart by a blank line, headings as "# " lines,
-    and in a document of pages each page ended by a form feed, as pdftotext does."""
-    parts, page = [], None
-    for paragraph in document.paragraphs:
-        if page is None:  # pages before the first with text: a form feed each
-            parts.append("\f" * max(paragraph.page - 1, 0))
-        else:
-            parts.append("\n\n" if paragraph.page == page else "\n" + "\f" * (paragraph.page - page))
-        parts.append(paragraph.text)
-        page = paragraph.page
-    return "".join(parts) + ("\n\f" if page else "")
-
-
 def print_text(piece):
     """Print a piece of the answer as it arrives."""
     print(piece, end="", flush=True)
@@ -3071,9 +2911,328 @@ def chunk_json(chunk):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Explain and evaluate: --explain shows every stage for one question; --eval measures retrieval (and
-# with --answer the model) on a file of questions with their expected sources.
+# Command line: the arguments become a Config, then each question goes its way: searched, explained or
+# answered, printed, and the next one read.
 # ---------------------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Run the command line; return the exit code."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
+            setattr(sys, name, open(os.devnull, mode))
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        args = build_parser().parse_args(argv)  # (a RagError from an option's type passes through argparse)
+        config = config_from(args)
+        for name, option in OPTIONS.items():  # another way to run (Appendix: the page, and others)
+            if "run" in option and getattr(args, name, None):
+                return option["run"](args, config)
+        index, embeddings, config = ready(config, args)
+        return 1 if run_questions(index, config, embeddings, args) else 0
+    except RagError as e:
+        error(str(e))
+        return e.exit_code
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def config_from(args):
+    """Return the Config for the arguments, after the checks that argparse cannot make."""
+    for option in OPTIONS.values():
+        if "check" in option:
+            option["check"](args)
+    named = [name for name, option in OPTIONS.items() if "run" in option and getattr(args, name, None)]
+    if len(named) > 1:
+        raise RagError(f"--{named[0].replace('_', '-')} and --{named[1].replace('_', '-')} do not go together: "
+                       "drop one", 2)
+    server, api, key = "", args.api, ""
+    if args.mode != "lexical" or not args.search:  # a server is needed
+        server, api, key = server_from(args.host, args.api)
+    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
+                  k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
+                  context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
+                  send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20))
+
+
+def ready(config, args):
+    """Return the index of the documents, their embeddings (None by words) and the config completed by the
+    model server: all that questions need."""
+    config = connect(config) if config.server else config
+    progress = None if args.json else HOOKS["progress"](sys.stderr)
+    index = build_index(config, progress)
+    HOOKS["within"](index, config.only)  # terms that keep no document: said once, not at every question
+    embeddings, mode = use_embeddings(index, config, progress=progress) if config.mode != "lexical" else (None, "lexical")
+    return index, embeddings, replace(config, mode=mode)
+
+
+def server_from(host, api):
+    """Return (server URL, api, API key) from --host and --api, else the environment: OLLAMA_HOST, else
+    OPENAI_BASE_URL or OPENAI_API_BASE (an OpenAI-compatible server). The key is RAG_API_KEY, or
+    OPENAI_API_KEY for a server named by OPENAI_BASE_URL alone: an OpenAI key must not go anywhere else."""
+    key = os.environ.get("RAG_API_KEY", "")
+    if host is not None:
+        return ollama_url(host, "--host"), api, key
+    openai_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if openai_base and not os.environ.get("OLLAMA_HOST"):
+        name = "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "OPENAI_API_BASE"
+        return ollama_url(openai_base, name), "openai" if api == "auto" else api, key or os.environ.get("OPENAI_API_KEY", "")
+    return ollama_url(os.environ.get("OLLAMA_HOST")), api, key
+
+
+# What the appendices add to the command line, by the name of an option: each a dict of
+#   add(parser): add the option (and those that go with it)
+#   check(args): raise a RagError when the arguments do not go together, before any file is read
+#   run(args, config) -> exit code: another way to run, instead of answering questions (--serve, --list)
+#   ask(index, question, config, embeddings, args, earlier) -> the Answer: another way to take each
+#       question, printed (--explain)
+OPTIONS = {}
+# What a line typed at the prompt may start with, besides a question (the appendices add them): a word ->
+# (run(index, config, line) -> the config for the next questions, what it does, as the prompt says it).
+TYPED = {}
+
+EPILOG = """\
+examples:
+  python3 rag.py "When do I have to file my expense report?"
+  python3 rag.py --search -k 3 "per diem"
+  python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
+  python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
+
+exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
+
+
+def build_parser():
+    """Return the parser of the command line; every default comes from the settings."""
+    parser = argparse.ArgumentParser(prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=__doc__.split("\n\n")[0].split(" - ", 1)[1], epilog=EPILOG)
+    parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
+                        "from stdin, one per line, or asked for interactively on a terminal")
+    parser.add_argument("--docs", action="append", metavar="PATH",
+                        help="a file, or a folder searched recursively (repeatable; "
+                             "default: handbook.txt next to rag.py)")
+    add_search_options(parser)  # --help lists the options in the order they are added
+    add_server_options(parser)
+    parser.add_argument("--show-prompt", action="store_true",
+                        help="print exactly the chat request that would be sent, and do not send it")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
+    for option in OPTIONS.values():
+        if "add" in option:
+            option["add"](parser)
+    return parser
+
+
+def add_search_options(parser):
+    """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
+    parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
+    parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
+                        help="how many passages to retrieve (default: %(default)s)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per question per line")
+    parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
+                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
+                             "auto: hybrid when the server has an embedding model and the chunks are embedded or "
+                             f"can be within {AUTO_EMBED_SECONDS} s, else lexical (default: %(default)s)")
+    parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
+                                              f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
+    parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
+                        help="where the index and the embeddings are kept between runs (default: %(default)s)")
+    parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
+                                                                "for this run only")
+    parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
+                        help="larger files are skipped, with a warning (default: %(default)s)")
+
+
+def add_server_options(parser):
+    """Add the options of the model server: which one, which models, how much to send, how long to wait."""
+    parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
+                                        "the served one elsewhere)")
+    parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
+                                       f"OpenAI-compatible (default: $OLLAMA_HOST, else {OLLAMA_URL})")
+    parser.add_argument("--api", choices=["auto", *APIS], default="auto",
+                        help="the kind of model server: auto finds out (default: %(default)s)")
+    parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
+                        help="most tokens of prompt and answer sent to the model (default: %(default)s)")
+    parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
+                        help="how long to wait for the model to start answering, or for any reply "
+                             "(default: %(default)g)")
+
+
+def positive_int(text):
+    """argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def positive_seconds(text):
+    """argparse type: a number of seconds above 0, at most a day (a socket cannot wait for "inf")."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:  # also false for "nan"
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
+    return seconds
+
+
+def build_index(config, progress=None, empty=False):
+    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
+    if given, is told how far the reading of new and changed files has come (see update_index). One with
+    no text is a RagError, unless empty says it will do (--list shows why)."""
+    others = []
+    files = find_files(config.docs, others)
+    index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
+    read = update_index(index, files, config.max_file_bytes, progress)
+    index.others = others
+    index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
+    index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
+    if not index.size and not empty:
+        if not read:  # the files were read by an earlier run: what they said then is why
+            for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
+                say(note)
+        raise RagError(no_text_found(config.docs, len(files)), 2)
+    return index
+
+
+def run_questions(index, config, embeddings, args):
+    """Search, explain or answer each question in turn; return how many failed. At the interactive
+    prompt, a question may follow up on the ones before it, until NEW_TOPIC (piped lines stand alone)."""
+    failures, interactive, earlier = 0, not args.question and sys.stdin.isatty(), []
+    prompt = lambda: f"question within {' '.join(config.only)}> " if config.only else "question> "  # noqa: E731
+    for number, question in enumerate(read_questions(args.question, sys.stdin, prompt)):
+        if not (args.search or args.json or args.question or interactive or way_of(args)):  # say which one
+            print(("\n" if number else "") + f">>> {question}")
+        if question == NEW_TOPIC:
+            earlier = []
+            continue
+        try:
+            typed = TYPED.get(question.split(None, 1)[0])
+            if typed and not args.question:  # ("/only hr" at the prompt, say)
+                config = typed[0](index, config, question)
+                continue
+            answer = run_question(index, question, config, embeddings, args, tuple(earlier))
+            config = replace(config, mode=answer.mode)
+            earlier = (earlier + [(question, answer.text)])[-HISTORY_TURNS:] if interactive else []
+        except RagError as e:  # say so, and go on with the next question
+            if args.search and args.json:  # one JSON line a question (answers print their own)
+                print(json_line(question, [], error=str(e)), flush=True)
+            error(str(e))
+            failures += 1
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
+    return failures
+
+
+def read_questions(words, stdin, prompt=lambda: "question> "):
+    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt
+    (prompt: what it says)."""
+    if words:
+        yield " ".join(words)
+    elif not stdin.isatty():
+        if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
+            utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
+            stdin.reconfigure(encoding="utf-16" if utf16 else "utf-8-sig", errors="replace")
+        for line in stdin:
+            if line.strip():
+                yield line.strip()
+    else:
+        yield from prompt_loop(prompt)
+
+
+def prompt_loop(prompt):
+    """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
+    try:
+        import readline  # noqa: F401  (line editing and history where the platform has it)
+    except Exception:  # none, or an old Windows pyreadline that fails on import
+        pass
+    typed = "".join(f", {says}" for _, says in TYPED.values())
+    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
+          f"starts a new topic{typed} (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
+    while True:
+        try:
+            says = prompt()
+            if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
+                print(says, end="", file=sys.stderr, flush=True)
+                says = ""
+            question = input(says).strip()
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            return
+        if question.lower() in ("", "quit", "exit", "q"):
+            return
+        yield question
+
+
+def way_of(args):
+    """Return the appendix's way to take each question that the arguments name (OPTIONS' ask), or None."""
+    return next((option["ask"] for name, option in OPTIONS.items() if "ask" in option and getattr(args, name, None)), None)
+
+
+def run_question(index, question, config, embeddings, args, earlier=()):
+    """Search, explain or answer one question, which may follow up on the earlier turns, and print what
+    came of it; return the answer (its mode is the next question's: hybrid mode searches by words once a
+    question could not be embedded)."""
+    way = way_of(args)
+    if way:  # (--explain)
+        return way(index, question, config, embeddings, args, earlier)
+    if args.search:
+        answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])
+        print_hits(question, answer.found, args.json)
+        return answer
+    else:
+        answer = ask(index, question, config, embeddings, None if args.json else print_text, earlier)
+    if args.show_prompt and answer.request:
+        print_prompt(answer.request, args.json)
+    else:
+        print_answer(answer, args.json)
+    if answer.failure:
+        raise answer.failure
+    return answer
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: --explain. Every stage of one question's journey, printed as it happens: the sub-queries,
+# the tokens, each hit's score by token (and by meaning), what fits the context, and the request sent.
+# Adds OPTIONS["explain"].
+# ---------------------------------------------------------------------------------------------------
+
+EXPLAIN_PARTS = 10  # --explain shows this many of a hit's tokens at most, the largest (then the rest summed)
+
+
+def add_explain_options(parser):
+    """Add --explain to the command line."""
+    parser.add_argument("--explain", action="store_true",
+                        help="show every stage: sub-queries, tokens, scores by token, context, prompt")
+
+
+def check_explain(args):
+    if args.explain and args.json:
+        raise RagError("--explain prints text for people; drop --json", 2)
+
+
+def explain_question(index, question, config, embeddings, args, earlier=()):
+    """Explain one question (with --search, up to its hits; with --show-prompt, up to the request), then
+    answer it; return the answer."""
+    answer = explain(index, question, config, embeddings, args.search, earlier)
+    if args.search or args.show_prompt or answer.request is None:
+        return answer
+    stage("Answer")
+    answer = generate(answer, config, print_text)
+    print_answer(answer, False)
+    if answer.failure:
+        raise answer.failure
+    return answer
+
+
+OPTIONS["explain"] = {"add": add_explain_options, "check": check_explain, "ask": explain_question}
+
 
 def explain(index, question, config, embeddings=None, search_only=False, earlier=()):
     """Print each stage of a question's journey as it happens, up to the request for the model; return
@@ -3180,299 +3339,8 @@ def token_story(text):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Command line: the arguments become a Config, then each question goes its way: searched, explained or
-# answered, printed, and the next one read.
-# ---------------------------------------------------------------------------------------------------
-
-def main(argv=None):
-    """Run the command line; return the exit code."""
-    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
-        if getattr(sys, name) is None:  # started with it closed (`<&-`): read nothing, write nowhere, no crash
-            setattr(sys, name, open(os.devnull, mode))
-    for stream in (sys.stdout, sys.stderr):  # a cp1252 console must not crash on Japanese text (or --help's)
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
-    try:
-        args = build_parser().parse_args(argv)  # (a RagError from an option's type passes through argparse)
-        config = config_from(args)
-        if args.show_text:
-            return print_documents(load_documents(config.docs, config.max_file_bytes)) or 0
-        for name, (_, run) in COMMANDS.items():  # another way to run (Appendix: the page, and others)
-            if getattr(args, name, None):
-                return run(args, config)
-        index, embeddings, config = ready(config, args)
-        return 1 if run_questions(index, config, embeddings, args) else 0
-    except RagError as e:
-        error(str(e))
-        return e.exit_code
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush cannot fail
-        return 0
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
-
-
-def config_from(args):
-    """Return the Config for the arguments, after the checks that argparse cannot make."""
-    if args.explain and args.json:
-        raise RagError("--explain prints text for people; drop --json", 2)
-    named = [name for name in ["show_text", *COMMANDS] if getattr(args, name, None)]
-    if len(named) > 1:
-        raise RagError(f"--{named[0].replace('_', '-')} and --{named[1]} do not go together: drop one", 2)
-    if args.show_text and args.question:
-        raise RagError("--show-text prints what was read of the documents; drop the question", 2)
-    server, api, key = "", args.api, ""
-    if args.mode != "lexical" or not args.search:  # a server is needed
-        server, api, key = server_from(args.host, args.api)
-    return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
-                  k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
-                  context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
-                  send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20))
-
-
-def ready(config, args):
-    """Return the index of the documents, their embeddings (None by words) and the config completed by the
-    model server: all that questions need."""
-    config = connect(config) if config.server else config
-    progress = None if args.json else HOOKS["progress"](sys.stderr)
-    index = build_index(config, progress)
-    HOOKS["within"](index, config.only)  # terms that keep no document: said once, not at every question
-    embeddings, mode = use_embeddings(index, config, progress=progress) if config.mode != "lexical" else (None, "lexical")
-    return index, embeddings, replace(config, mode=mode)
-
-
-def server_from(host, api):
-    """Return (server URL, api, API key) from --host and --api, else the environment: OLLAMA_HOST, else
-    OPENAI_BASE_URL or OPENAI_API_BASE (an OpenAI-compatible server). The key is RAG_API_KEY, or
-    OPENAI_API_KEY for a server named by OPENAI_BASE_URL alone: an OpenAI key must not go anywhere else."""
-    key = os.environ.get("RAG_API_KEY", "")
-    if host is not None:
-        return ollama_url(host, "--host"), api, key
-    openai_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-    if openai_base and not os.environ.get("OLLAMA_HOST"):
-        name = "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "OPENAI_API_BASE"
-        return ollama_url(openai_base, name), "openai" if api == "auto" else api, key or os.environ.get("OPENAI_API_KEY", "")
-    return ollama_url(os.environ.get("OLLAMA_HOST")), api, key
-
-
-# Other ways to run, added by the appendices: an option -> (add_options(parser), run(args, config) -> exit
-# code). main() runs the one the command line names, instead of answering questions.
-COMMANDS = {}
-# What a line typed at the prompt may start with, besides a question (the appendices add them): a word ->
-# (run(index, config, line) -> the config for the next questions, what it does, as the prompt says it).
-TYPED = {}
-
-EPILOG = """\
-examples:
-  python3 rag.py "When do I have to file my expense report?"
-  python3 rag.py --search -k 3 "per diem"
-  python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
-  python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
-
-exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
-
-
-def build_parser():
-    """Return the parser of the command line; every default comes from the settings."""
-    parser = argparse.ArgumentParser(prog="rag.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     description=__doc__.split("\n\n")[0].split(" - ", 1)[1], epilog=EPILOG)
-    parser.add_argument("question", nargs="*", help="the question; without one, questions are read "
-                        "from stdin, one per line, or asked for interactively on a terminal")
-    parser.add_argument("--docs", action="append", metavar="PATH",
-                        help="a file, or a folder searched recursively (repeatable; "
-                             "default: handbook.txt next to rag.py)")
-    add_search_options(parser)  # --help lists the options in the order they are added
-    add_server_options(parser)
-    add_inspect_options(parser)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    for add_options, _ in COMMANDS.values():
-        add_options(parser)
-    return parser
-
-
-def add_search_options(parser):
-    """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
-    parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
-    parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
-                        help="how many passages to retrieve (default: %(default)s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per question per line")
-    parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
-                        help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
-                             "auto: hybrid when the server has an embedding model and the chunks are embedded or "
-                             f"can be within {AUTO_EMBED_SECONDS} s, else lexical (default: %(default)s)")
-    parser.add_argument("--embed-model", help="embedding model for --mode embedding/hybrid (default: "
-                                              f"{EMBED_MODEL} on Ollama, the served one elsewhere)")
-    parser.add_argument("--cache", default=default_cache_folder(), metavar="FOLDER",
-                        help="where the index and the embeddings are kept between runs (default: %(default)s)")
-    parser.add_argument("--no-cache", action="store_true", help="keep the index and the embeddings in memory, "
-                                                                "for this run only")
-    parser.add_argument("--max-file-mb", type=positive_int, default=MAX_FILE_BYTES // 2**20, metavar="MB",
-                        help="larger files are skipped, with a warning (default: %(default)s)")
-
-
-def add_server_options(parser):
-    """Add the options of the model server: which one, which models, how much to send, how long to wait."""
-    parser.add_argument("--model", help=f"chat model that writes the answer (default: {CHAT_MODEL} on Ollama, "
-                                        "the served one elsewhere)")
-    parser.add_argument("--host", help="the model server, as in OLLAMA_HOST; an address ending in /v1 is "
-                                       f"OpenAI-compatible (default: $OLLAMA_HOST, else {OLLAMA_URL})")
-    parser.add_argument("--api", choices=["auto", *APIS], default="auto",
-                        help="the kind of model server: auto finds out (default: %(default)s)")
-    parser.add_argument("--context", type=positive_int, default=CONTEXT_TOKENS, metavar="TOKENS",
-                        help="most tokens of prompt and answer sent to the model (default: %(default)s)")
-    parser.add_argument("--timeout", type=positive_seconds, default=READ_TIMEOUT, metavar="SECONDS",
-                        help="how long to wait for the model to start answering, or for any reply "
-                             "(default: %(default)g)")
-
-
-def add_inspect_options(parser):
-    """Add the options that show the stages or measure them, instead of only answering."""
-    parser.add_argument("--explain", action="store_true",
-                        help="show every stage: sub-queries, tokens, scores by token, context, prompt")
-    parser.add_argument("--show-text", action="store_true",
-                        help="print the text read from each document (pages apart by a form feed), and stop")
-    parser.add_argument("--show-prompt", action="store_true",
-                        help="print exactly the chat request that would be sent, and do not send it")
-
-
-def positive_int(text):
-    """argparse type: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def positive_seconds(text):
-    """argparse type: a number of seconds above 0, at most a day (a socket cannot wait for "inf")."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 86400:  # also false for "nan"
-        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
-    return seconds
-
-
-def build_index(config, progress=None, empty=False):
-    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
-    if given, is told how far the reading of new and changed files has come (see update_index). One with
-    no text is a RagError, unless empty says it will do (--list shows why)."""
-    others = []
-    files = find_files(config.docs, others)
-    index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
-    read = update_index(index, files, config.max_file_bytes, progress)
-    index.others = others
-    index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
-    index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
-    if not index.size and not empty:
-        if not read:  # the files were read by an earlier run: what they said then is why
-            for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
-                say(note)
-        raise RagError(no_text_found(config.docs, len(files)), 2)
-    return index
-
-
-def run_questions(index, config, embeddings, args):
-    """Search, explain or answer each question in turn; return how many failed. At the interactive
-    prompt, a question may follow up on the ones before it, until NEW_TOPIC (piped lines stand alone)."""
-    failures, interactive, earlier = 0, not args.question and sys.stdin.isatty(), []
-    prompt = lambda: f"question within {' '.join(config.only)}> " if config.only else "question> "  # noqa: E731
-    for number, question in enumerate(read_questions(args.question, sys.stdin, prompt)):
-        if not (args.explain or args.search or args.json or args.question or interactive):  # say which one
-            print(("\n" if number else "") + f">>> {question}")
-        if question == NEW_TOPIC:
-            earlier = []
-            continue
-        try:
-            typed = TYPED.get(question.split(None, 1)[0])
-            if typed and not args.question:  # ("/only hr" at the prompt, say)
-                config = typed[0](index, config, question)
-                continue
-            answer = run_question(index, question, config, embeddings, args, tuple(earlier))
-            config = replace(config, mode=answer.mode)
-            earlier = (earlier + [(question, answer.text)])[-HISTORY_TURNS:] if interactive else []
-        except RagError as e:  # say so, and go on with the next question
-            if args.search and args.json:  # one JSON line a question (answers print their own)
-                print(json_line(question, [], error=str(e)), flush=True)
-            error(str(e))
-            failures += 1
-        except KeyboardInterrupt:
-            if not interactive:
-                raise
-            print(file=sys.stderr)  # at the prompt, Ctrl-C stops this answer, not the program
-    return failures
-
-
-def read_questions(words, stdin, prompt=lambda: "question> "):
-    """Yield the questions: the words of the command line, else stdin lines, else an interactive prompt
-    (prompt: what it says)."""
-    if words:
-        yield " ".join(words)
-    elif not stdin.isatty():
-        if hasattr(stdin, "reconfigure"):  # a question file is UTF-8, or UTF-16 when it starts so (PowerShell's)
-            utf16 = stdin.buffer.peek(2)[:2] in (b"\xff\xfe", b"\xfe\xff")
-            stdin.reconfigure(encoding="utf-16" if utf16 else "utf-8-sig", errors="replace")
-        for line in stdin:
-            if line.strip():
-                yield line.strip()
-    else:
-        yield from prompt_loop(prompt)
-
-
-def prompt_loop(prompt):
-    """Yield questions typed at a prompt until an empty line, "quit", Ctrl-D or Ctrl-C."""
-    try:
-        import readline  # noqa: F401  (line editing and history where the platform has it)
-    except Exception:  # none, or an old Windows pyreadline that fails on import
-        pass
-    typed = "".join(f", {says}" for _, says in TYPED.values())
-    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
-          f"starts a new topic{typed} (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
-    while True:
-        try:
-            says = prompt()
-            if not sys.stdout.isatty():  # output goes to a file: show the prompt on the screen, not in it
-                print(says, end="", file=sys.stderr, flush=True)
-                says = ""
-            question = input(says).strip()
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
-            return
-        if question.lower() in ("", "quit", "exit", "q"):
-            return
-        yield question
-
-
-def run_question(index, question, config, embeddings, args, earlier=()):
-    """Search, explain or answer one question, which may follow up on the earlier turns, and print what
-    came of it; return the answer (its mode is the next question's: hybrid mode searches by words once a
-    question could not be embedded)."""
-    if args.explain:
-        answer = explain(index, question, config, embeddings, args.search, earlier)
-        if args.search or args.show_prompt or answer.request is None:
-            return answer
-        stage("Answer")
-        answer = generate(answer, config, print_text)
-    elif args.search:
-        answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier])
-        print_hits(question, answer.found, args.json)
-        return answer
-    else:
-        answer = ask(index, question, config, embeddings, None if args.json else print_text, earlier)
-    if args.show_prompt and answer.request:
-        print_prompt(answer.request, args.json)
-    else:
-        print_answer(answer, args.json)
-    if answer.failure:
-        raise answer.failure
-    return answer
-
-
-# ---------------------------------------------------------------------------------------------------
 # Appendix: asking within some documents. --only terms (and "/only" at the prompt) name the documents a
-# question is asked of; --list says what came of every file. A term is a glob over a file's source,
+# question is asked of. A term is a glob over a file's source,
 # written as in .gitignore: "*.pdf" or "hr" (a name at any depth), "hr/policies/**" (a path from the top;
 # * stays within a folder, ** crosses folders), and a folder stands for every file below it; "!drafts"
 # leaves out what it names. kind:pdf,docx keeps files of those kinds; since:DATE and before:DATE the files
@@ -3483,7 +3351,7 @@ def run_question(index, question, config, embeddings, args, earlier=()):
 # The filter is applied inside the search (HOOKS["within"] gives the search a Within): only the chunks
 # within are scored, with the statistics of those files (idf, average length), as an index of just those
 # files would score them. Filtered after ranking, the k best of the whole folder would hold few of
-# theirs, or none. Adds HOOKS["within"], the commands --only and --list, and "/only" at the prompt.
+# theirs, or none. Adds HOOKS["within"], OPTIONS["only"] and "/only" at the prompt (TYPED).
 # ---------------------------------------------------------------------------------------------------
 
 KEPT_FILTERS = 8   # --only filters kept for the next questions (about 9 bytes a chunk each)
@@ -3604,6 +3472,7 @@ def chunks_within(index, only):
             names = f" (their names look like {files[0][0]!r})" if files else ""
             raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
         within = Within(only, mask, runs, *lengths_within(index, mask), files=(kept, len(files)))
+        within = replace(within, narrow=partial(postings_within, within=within))
         with index.lock:  # (the page's threads ask at once)
             index.memo[("within", only)] = within
             while sum(isinstance(key, tuple) for key in index.memo) > KEPT_FILTERS:  # the oldest go first
@@ -3612,6 +3481,21 @@ def chunks_within(index, only):
 
 
 HOOKS["within"] = chunks_within
+
+
+def postings_within(numbers, counts, within):
+    """Return (numbers, counts) of a token's postings (chunk numbers ascending) whose chunks are within:
+    where the runs of chunks within are few (a folder is one), each run's postings are found by bisection;
+    else every posting is looked up in the mask, in C (itertools)."""
+    if len(within.runs) * 32 > len(numbers):
+        picked = list(map(within.mask.__getitem__, numbers))
+        return array("I", itertools.compress(numbers, picked)), array("H", itertools.compress(counts, picked))
+    kept_numbers, kept_counts = array("I"), array("H")
+    for first, stop in within.runs:
+        start, end = bisect.bisect_left(numbers, first), bisect.bisect_left(numbers, stop)
+        kept_numbers.extend(numbers[start:end])
+        kept_counts.extend(counts[start:end])
+    return kept_numbers, kept_counts
 
 
 def files_and_chunks(index):
@@ -3652,13 +3536,21 @@ def only_term(term):
 
 
 def add_only_options(parser):
+    """Add --only to the command line."""
     parser.add_argument("--only", action="append", type=only_term, metavar="TERM",
                         help="ask only of these documents (repeatable): a glob over their paths as in .gitignore "
                              "('hr/**', '*.pdf', '!drafts'), kind:pdf,docx, since:DATE or before:DATE (2026-03-31; "
                              "30d: days back)")
-    parser.add_argument("--list", action="store_true",
-                        help="print each document (within --only) and what was read of it, or why nothing was")
 
+
+OPTIONS["only"] = {"add": add_only_options}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: what was read. --list says what came of every file (when it changed and was read, its pages
+# or lines, or why it has no text), within the --only terms; --show-text prints the text read of each
+# document, as the index reads it. Adds OPTIONS["list"] and OPTIONS["show_text"].
+# ---------------------------------------------------------------------------------------------------
 
 def list_files(args, config):
     """--list: print each file (within the --only terms) and what came of it; return the exit code."""
@@ -3718,7 +3610,39 @@ def print_files(records, as_json):
           + (f", {empty} without (why: above)" if empty else ""))
 
 
-COMMANDS["list"] = (add_only_options, list_files)
+def add_list_options(parser):
+    """Add --list and --show-text to the command line."""
+    parser.add_argument("--list", action="store_true",
+                        help="print each document (within --only) and what was read of it, or why nothing was")
+    parser.add_argument("--show-text", action="store_true",
+                        help="print the text read from each document (pages apart by a form feed), and stop")
+
+
+def show_text(args, config):
+    """--show-text: print the text read from each document; return the exit code."""
+    if args.question:
+        raise RagError("--show-text prints what was read of the documents; drop the question", 2)
+    for document in load_documents(config.docs, config.max_file_bytes):
+        print(f"==> {document.source} <==\n{document_text(document)}", flush=True)  # (as head does)
+    return 0
+
+
+def document_text(document):
+    """Return a document's text as read: its paragraphs apart by a blank line, headings as "# " lines,
+    and in a document of pages each page ended by a form feed, as pdftotext does."""
+    parts, page = [], None
+    for paragraph in document.paragraphs:
+        if page is None:  # pages before the first with text: a form feed each
+            parts.append("\f" * max(paragraph.page - 1, 0))
+        else:
+            parts.append("\n\n" if paragraph.page == page else "\n" + "\f" * (paragraph.page - page))
+        parts.append(paragraph.text)
+        page = paragraph.page
+    return "".join(parts) + ("\n\f" if page else "")
+
+
+OPTIONS["list"] = {"add": add_list_options, "run": list_files}
+OPTIONS["show_text"] = {"run": show_text}  # (added with --list)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -3885,7 +3809,7 @@ HOOKS["hits"] = hits_with_copies
 # ---------------------------------------------------------------------------------------------------
 # Appendix: measuring with --eval. A file of questions, each with the document (or section) that answers
 # it, measures retrieval: hit rate at k and mean reciprocal rank; with --answer, the model's answers too:
-# what a reader must not trust. Adds the command --eval.
+# what a reader must not trust. Adds OPTIONS["eval"].
 # ---------------------------------------------------------------------------------------------------
 
 MAX_FAILURES_IN_A_ROW = 3  # --eval --answer stops asking the model after this many failures in a row
@@ -3916,7 +3840,7 @@ def run_eval(args, config):
     return 1 if report.get("answers", {}).get("failed") else 0
 
 
-COMMANDS["eval"] = (add_eval_options, run_eval)
+OPTIONS["eval"] = {"add": add_eval_options, "run": run_eval}
 
 
 def read_eval_cases(path):
@@ -4099,7 +4023,7 @@ def progress_line(step):
     Example: "120 of 400 files, 2,345 pages, 12.0 of 95.1 MB, 4.1 MB/s, about 20 s left"
     """
     said = f"{step.count:,} of {counted(step.total, step.unit)}"
-    if step.total_size:  # files: by their bytes
+    if step.unit == "file":  # by their bytes
         pages = f", {step.pages:,} pages" if step.pages else ""
         said += f"{pages}, {megabytes(step.size)} of {megabytes(step.total_size)} MB"
         done, total, rate = step.size, step.total_size, step.size / max(step.seconds, 1e-6)
@@ -4119,7 +4043,7 @@ def done_line(step):
     Example: "indexed 400 files (9,000 pages, 95 MB) in 20.0 s"; "embedded 1,200 chunks in 31.5 s"
     """
     pages = f"{step.pages:,} pages, " if step.pages else ""
-    size = f" ({pages}{megabytes(step.total_size)} MB)" if step.total_size else ""
+    size = f" ({pages}{megabytes(step.total_size)} MB)" if step.unit == "file" else ""
     return f"{step.task[:-3]}ed {counted(step.total, step.unit)}{size} in {step.seconds:,.1f} s"
 
 
@@ -4235,6 +4159,109 @@ def count_in_worker(pages, size):
     """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
     with WORKER_TALLY.get_lock():  # (the other workers add to it too)
         WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: reading HTML, and Markdown's front matter. Adds ".html" and ".htm" to the readers: the
+# visible text of a page, with its lines in the file; <h1>-<h6> are headings (the <title> when there is
+# no <h1>); script and style are left out (e-books are HTML too: see the office documents). And reads a
+# Markdown file's front matter: its title heads the document, the rest is no body text.
+# ---------------------------------------------------------------------------------------------------
+
+class HtmlText(HTMLParser):
+    """Collect the paragraphs of an HTML page with their source lines; script and style are dropped."""
+
+    SKIP = {"script", "style", "noscript", "template", "svg"}
+    BLOCKS = {"p", "div", "li", "tr", "td", "th", "br", "pre", "blockquote", "section", "article",
+              "header", "footer", "main", "nav", "aside", "ul", "ol", "table", "dt", "dd", "title",
+              "h1", "h2", "h3", "h4", "h5", "h6"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.paragraphs, self.words, self.first, self.skipping = [], [], 0, 0
+        self.title, self.in_title = None, False  # <title>: the page's heading only when it has no <h1>
+
+    def error(self, message):  # Python 3.8 and 3.9 call this on markup they cannot read
+        raise ValueError(message)
+
+    def close_paragraph(self):
+        if self.words:
+            # The pieces are joined as written: white space parts words, tags do not ("H<sub>2</sub>O")
+            paragraph = Paragraph(self.first, max(self.getpos()[0], self.first), " ".join("".join(self.words).split()))
+            if self.in_title:  # the browser tab's name, usually the <h1> again: counted once, in html_paragraphs
+                self.title = self.title or paragraph
+            elif paragraph.text.strip("# "):
+                self.paragraphs.append(paragraph)
+            self.words = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self.skipping += 1
+        elif tag in self.BLOCKS:
+            self.close_paragraph()
+            self.in_title = tag == "title"
+            if tag[0] == "h" and tag[1:].isdigit():  # <h2> becomes "## ", so headings work as in Markdown
+                self.words.append("#" * int(tag[1:]) + " ")
+                self.first = self.getpos()[0]
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self.skipping = max(0, self.skipping - 1)
+        elif tag in self.BLOCKS:
+            self.close_paragraph()
+            self.in_title = False
+
+    def handle_data(self, data):
+        if not self.skipping and (self.words or data.strip()):
+            if not self.words:
+                self.first = self.getpos()[0] + data[:len(data) - len(data.lstrip())].count("\n")
+            self.words.append(data)
+
+
+def html_paragraphs(markup, path):
+    """Return the paragraphs of an HTML page's visible text (all of it the parser can read)."""
+    parser = HtmlText()
+    try:
+        parser.feed(one_line_end(markup))
+        parser.close()
+    except (AssertionError, ValueError) as e:  # how html.parser gives up on markup it cannot read
+        warn(f"{path}: unreadable HTML from line {parser.getpos()[0]} on ({e}); the text before it is kept")
+    parser.close_paragraph()
+    if parser.title and not any(p.text.startswith("# ") for p in parser.paragraphs):
+        return [replace(parser.title, text="# " + parser.title.text)] + parser.paragraphs
+    return parser.paragraphs
+
+
+def read_html(data, path):
+    """Return the paragraphs of an HTML page's visible text."""
+    return html_paragraphs(decode(data, path), path)
+
+
+# YAML front matter: a Markdown file that starts with "---", then "key: value" lines, then "---" (or "...").
+FRONT_MATTER = re.compile(r"---[ \t]*\n(?=[\w-]+:)(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|$)", re.DOTALL)
+TITLE = re.compile(r"^title:[ \t]*[\"']?(.*?)[\"']?[ \t]*$", re.MULTILINE)
+
+
+def read_markdown(data, path):
+    """Return the paragraphs of a Markdown file. Its front matter (what Jekyll, Hugo or Obsidian keep
+    at the top) is no body text; its title: is the document's heading.
+
+    Example: "---\ntitle: Travel\ntags: [hr]\n---\nBook early." -> [(2, 2, "# Travel"), (5, 5, "Book early.")]
+    """
+    text = one_line_end(decode(data, path))
+    front = FRONT_MATTER.match(text)
+    if not front:
+        return text_paragraphs(text)
+    title = TITLE.search(front.group(1))
+    # The front matter's lines become blank lines, so the body's lines keep their numbers.
+    paragraphs = text_paragraphs("\n" * front.group(0).count("\n") + text[front.end():])
+    if title and title.group(1):
+        line = text.count("\n", 0, front.start(1) + title.start()) + 1
+        paragraphs.insert(0, Paragraph(line, line, "# " + title.group(1)))
+    return paragraphs
+
+
+READERS.update({".html": read_html, ".htm": read_html, ".md": read_markdown, ".markdown": read_markdown})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -4414,6 +4441,23 @@ APIS["openai"] = {"name": "the model server", "json": "an OpenAI-compatible repl
 # (an encoding of a stream, such as zlib's); code (a glyph's number in a string); span (text drawn in
 # one piece: where it starts and ends, its baseline and size); line; paragraph.
 # ---------------------------------------------------------------------------------------------------
+
+def page_paragraphs(pages):
+    """Return the paragraphs of a document read as pages of text (a PDF's pages, a deck's slides), each
+    with its page number; lines are counted as --show-text prints them (see document_text).
+
+    Example: ["a\n\nb", "c"] -> [Paragraph(1, 1, "a", 1), Paragraph(3, 3, "b", 1), Paragraph(4, 4, "c", 2)]
+    """
+    paragraphs, line = [], 1
+    for number, page in enumerate(pages, 1):
+        for paragraph in text_paragraphs(page):
+            last = line + paragraph.text.count("\n")
+            paragraphs.append(Paragraph(line, last, paragraph.text, number))
+            line = last + 2  # a blank line between paragraphs
+        if paragraphs and paragraphs[-1].page == number:
+            line -= 1        # the next page begins on the line after the last one, behind a form feed
+    return paragraphs
+
 
 PDF_MAX_SECONDS = 20.0          # per file, wall clock, and PDF_PAGE_SECONDS more a page: a hostile file stops,
 PDF_PAGE_SECONDS = 0.25         # a real one does not (1,990 pages took 16.5 s here, 8 ms a page, cores busy)
@@ -6698,7 +6742,7 @@ PAGE_NAMES.update({".pptx": "slide", ".odp": "slide", ".xlsx": "sheet", ".ods": 
 # Appendix: the page. `--serve [HOST:PORT]` serves one page (its script and style are routes of their
 # own) and a JSON API with the objects of --json: answers streamed as NDJSON lines, searches, passages,
 # --explain's stages. A follow-up question is searched with the earlier questions' words at a lower
-# weight; the documents are re-read when a file changes. Registers "serve" in COMMANDS.
+# weight; the documents are re-read when a file changes. Adds OPTIONS["serve"].
 # ---------------------------------------------------------------------------------------------------
 
 SERVE_ADDRESS = "127.0.0.1:8000"  # loopback: only this machine; any other address needs the token
@@ -8075,7 +8119,7 @@ async function about() {  // what is served; while the documents are first read,
 """
 
 
-COMMANDS["serve"] = (serve_options, serve)
+OPTIONS["serve"] = {"add": serve_options, "run": serve}
 
 
 if __name__ == "__main__":
