@@ -3648,10 +3648,11 @@ OPTIONS["show_text"] = {"run": show_text}  # (added with --list)
 # ---------------------------------------------------------------------------------------------------
 # Appendix: copies. The same text in several files (a file copied, a document saved as PDF and as Word
 # and so cut at other places) is one hit, which names the other places: "also in ...". A chunk is a copy
-# of a hit above it when the hit's text holds its text whole, compared by words: lowercased, without
-# spaces, line breaks and punctuation; any other change makes another text. Which texts hold which is
-# found once, as the chunks are indexed, and kept in the index: a question only looks it up. Adds
-# INDEX_EXTRAS["copies"] and HOOKS["hits"].
+# of a hit above it when the hit's text holds its text whole and is at most twice as long, compared by
+# words: lowercased, without spaces, line breaks and punctuation; any other change makes another text.
+# (A text that holds a much shorter one is another text: a title, or a notice every file repeats, is
+# not a copy of the passage it heads.) Which texts hold which is found once, as the chunks are indexed,
+# and kept in the index: a question only looks it up. Adds INDEX_EXTRAS["copies"] and HOOKS["hits"].
 # ---------------------------------------------------------------------------------------------------
 
 COPIES_LISTED = 10  # a hit's copies named in --json and to the page, at most; the others are counted
@@ -3736,7 +3737,7 @@ def held_texts(db):
         if found:
             kept = set(marks)
             candidates += [(held, holder) for first in found for held, held_words, last in wanted[first]
-                           if held != holder and held_words <= words and last in kept]
+                           if held != holder and words <= 2 * held_words <= 2 * words and last in kept]
     return [pair for pair in candidates if holds(db, *reversed(pair))]
 
 

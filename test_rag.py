@@ -1867,39 +1867,7 @@ def embeddings_of(vectors, question, question_vector):
     return rag.Embeddings({number: signs[key] for number, key in keys.items()}, keys, cache, rag.Config())
 
 
-def folded(chunks, ranking):
-    """Return (the hits, the numbers of each one's copies) of a ranking [(chunk number, score)] of these chunks,
-    indexed (a file each)."""
-    texts, holders = index_chunks(chunks).extras["copies"]
-    return rag.fold_copies(ranking, texts, holders)
-
-
 class RetrieveTest(unittest.TestCase):
-
-    def test_a_text_found_again_lower_is_a_copy_of_the_hit_that_holds_it(self):
-        """The docstring's example: c.txt says what a.md says, but for spaces and case; b.md says more."""
-        chunks = [rag.Chunk("a.md", "", 1, 1, "Book early."), rag.Chunk("b.md", "", 1, 1, "Book trains early."),
-                  rag.Chunk("c.txt", "", 1, 2, "book\n  EARLY")]
-        self.assertEqual(folded(chunks, [(0, 3.0), (1, 2.0), (2, 1.0)]), ([(0, 3.0), (1, 2.0)], [[2], []]))
-        changed = folded([chunks[0], rag.replace(chunks[2], text="Book late.")], [(0, 3.0), (1, 1.0)])
-        self.assertEqual(changed[1], [[], []])  # one word changed: another text
-        exported = rag.Chunk("a.pdf", "", 1, 3, "It\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
-        copied = rag.Chunk("a.docx", "", 1, 1, "it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
-        self.assertEqual(folded([exported, copied], [(0, 2.0), (1, 1.0)]), ([(0, 2.0)], [[1]]))
-
-    def test_copies_of_a_section_take_one_place_among_the_hits(self):
-        """Eight files hold the handbook's "Before your first day" section. Nine hits of that text pushed
-        the section that answers from 4th (without the copies) to 12th; as one hit, it is 4th again."""
-        chunks = rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS]))
-        section = next(chunk for chunk in chunks if chunk.heading.endswith("Before your first day"))
-        copies = [rag.replace(section, source=f"onboarding{n}.md", heading="") for n in range(8)]
-        question = "What time does my first day start?"
-        alone = [hit.chunk.heading for hit in search(index_chunks(chunks), question, 5)]
-        hits = search(index_chunks(chunks + copies), question, 5)
-        self.assertEqual([hit.chunk.heading or hit.chunk.source for hit in hits], ["onboarding0.md"] + alone[1:])
-        self.assertEqual(alone[3], "Onboarding and probation > Your first weeks")  # "arrive ... at 09:30"
-        self.assertEqual(sorted(copy.source for copy in hits[0].copies), ["handbook.txt"] + [copy.source for copy in copies[1:]])
-        self.assertEqual([hit.rank for hit in hits], [1, 2, 3, 4, 5])
 
     def test_hybrid_score_worked_example(self):
         """Chunks "apple banana", "apple", "cherry"; question "banana". BM25: only chunk 0 scores,
@@ -3420,6 +3388,151 @@ class CommandLineTest(TempFolder):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ----------------------------------------------------------------------------------------- Appendix: copies
+
+def hits_by_words(index, question, k):
+    """The reference for copies: [(hit's chunk number, its copies' numbers)] as rank() made them before
+    copies were found at indexing: each chunk of the ranking compared by its words with the hits above
+    it, at every question, the ranking going deeper by the same rule (and a text held by one more than
+    twice as long not a copy)."""
+    query, depth = rag.make_query(question), k
+    while True:
+        ranking = rag.lexical_ranking(index, query, depth)
+        hits, texts = [], []
+        for (number, _), chunk in zip(ranking, index.chunks_numbered([number for number, _ in ranking])):
+            words = " ".join(rag.text_words(chunk.text))
+            holder = next((at for at, text in enumerate(texts) if words and f" {words} " in text
+                           and len(text.split()) <= 2 * len(words.split())), None)  # (at most twice as long)
+            if holder is None:
+                hits.append((number, []))
+                texts.append(f" {words} ")
+            else:
+                hits[holder][1].append(number)
+        if len(hits) >= k or len(ranking) < depth:
+            return hits[:k]
+        depth += (k - len(hits)) * -(-len(ranking) // len(hits))
+
+
+def folded(chunks, ranking):
+    """Return (the hits, the numbers of each one's copies) of a ranking [(chunk number, score)] of these chunks,
+    indexed (a file each)."""
+    texts, holders = index_chunks(chunks).extras["copies"]
+    return rag.fold_copies(ranking, texts, holders)
+
+
+class CopiesTest(TempFolder):
+    """Copies are found when the chunks are indexed: a question gets the same hits and the same copies as
+    when each chunk was compared with the hits above it, word by word, at every question."""
+
+    QUESTIONS = ["When do I have to file my expense report?", "Do I need a receipt for a taxi ride?",
+                 "How are foreign currencies converted?", "corporate credit card", "late expense report approval",
+                 "What is the per diem in Japan?", "expense report deadline 30 days", "receipt lost"]
+
+    def folder_of_copies(self):
+        """Write the handbook, an exact copy of it, its first three expense sections as a Word file (a heading
+        style for each title) and as a PDF (titles as lines of text, so one chunk holds what Word cuts in
+        three), and those sections with one word changed ("31 days"); return the folder."""
+        with open(rag.DEFAULT_DOCS, encoding="utf-8") as f:
+            handbook = f.read()
+        self.write("docs/handbook.txt", handbook)
+        self.write("docs/mirror/handbook.txt", handbook)
+        sections = re.sub(r"(?m)^1\.\d ", "", handbook[handbook.index("1.1 Submitting"):handbook.index("1.4 Approval")])
+        paragraphs = [" ".join(text.split()) for text in sections.split("\n\n") if text.strip()]
+        self.write("docs/expenses.docx", docx("".join(p(text, "Heading1" if len(text) < 40 else None) for text in paragraphs),
+                                              style("Heading1", "heading 1", outline=0)))
+        lines = [line for text in paragraphs for line in textwrap.wrap(text, 80) + [""]]
+        shown = b" ".join(b"(%s) '" % line.encode("latin-1").replace(b"(", b"\\(").replace(b")", b"\\)") for line in lines)
+        self.write("docs/expenses.pdf", write_pdf(one_page(b"BT /F1 10 Tf 72 760 Td 12 TL " + shown + b" ET")))
+        self.write("docs/near.txt", sections.replace("30 days", "31 days"))
+        return os.path.join(self.folder, "docs")
+
+    def hits(self, index, question, k):
+        return [(hit.number, [rag.where(copy) for copy in hit.copies], hit.more_copies)
+                for hit in rag.rank(index, rag.queries_of(index, question), k, "lexical")]
+
+    def expected(self, index, question, k):
+        listed = lambda numbers: [rag.where(chunk) for chunk in index.chunks_numbered(numbers[:rag.COPIES_LISTED])]  # noqa: E731
+        return [(number, listed(copies), max(len(copies) - rag.COPIES_LISTED, 0))
+                for number, copies in hits_by_words(index, question, k)]
+
+    def test_exact_copies_other_formats_cut_elsewhere_and_near_copies_give_the_hits_words_gave(self):
+        index = rag.Index()
+        rag.update_index(index, rag.find_files([self.folder_of_copies()]))
+        held = {rag.where(index.chunk(number)) for number, copies in
+                [hit for question in self.QUESTIONS for hit in hits_by_words(index, question, 20)] for number in copies}
+        self.assertIn("mirror/handbook.txt:40-49", held)  # an exact copy
+        self.assertTrue({"expenses.docx:1-9", "expenses.docx:11-15"} & held)  # cut elsewhere, held by the PDF
+        self.assertFalse(any(place.startswith("near.txt") and "11-" in place for place in held))  # "31 days": not a copy
+        for question in self.QUESTIONS:
+            for k in (1, 5, 20):
+                with self.subTest(question=question, k=k):
+                    self.assertEqual(self.hits(index, question, k), self.expected(index, question, k))
+
+    def test_copies_found_as_files_come_and_go_are_those_a_fresh_index_finds(self):
+        """Each run compares only what is new with the rest: a new text held by an old one, an old one held
+        by a new one; a text whose files are gone holds nothing any more."""
+        docs = self.folder_of_copies()
+        index = rag.open_index(os.path.join(self.folder, "cache", "index.sqlite3"))
+        self.addCleanup(index.db.close)
+        moved = os.path.join(self.folder, "aside")
+        os.makedirs(moved)
+        for name in ["expenses.pdf", "mirror", "expenses.docx", "near.txt"]:  # first without them, then back one by one
+            os.rename(os.path.join(docs, name), os.path.join(moved, name))
+        steps = [None, "expenses.docx", "expenses.pdf", "mirror", "near.txt", "-expenses.pdf", "-mirror"]
+        for step in steps:
+            if step and step.startswith("-"):
+                os.rename(os.path.join(docs, step[1:]), os.path.join(moved, step[1:]))
+            elif step:
+                os.rename(os.path.join(moved, step), os.path.join(docs, step))
+            with self.subTest(step=step):
+                rag.update_index(index, rag.find_files([docs]))
+                fresh = rag.Index()
+                rag.update_index(fresh, rag.find_files([docs]))
+                for question in self.QUESTIONS[:4]:
+                    places = lambda ix: [(rag.where(ix.chunk(n)), copies, more) for n, copies, more in self.hits(ix, question, 5)]  # noqa: E731
+                    self.assertEqual(places(index), places(fresh))
+                    self.assertEqual(self.hits(index, question, 5), self.expected(index, question, 5))
+
+    def test_a_text_found_again_lower_is_a_copy_of_the_hit_that_holds_it(self):
+        """The docstring's example: c.txt says what a.md says, but for spaces and case; b.md says more."""
+        chunks = [rag.Chunk("a.md", "", 1, 1, "Book early."), rag.Chunk("b.md", "", 1, 1, "Book trains early."),
+                  rag.Chunk("c.txt", "", 1, 2, "book\n  EARLY")]
+        self.assertEqual(folded(chunks, [(0, 3.0), (1, 2.0), (2, 1.0)]), ([(0, 3.0), (1, 2.0)], [[2], []]))
+        changed = folded([chunks[0], rag.replace(chunks[2], text="Book late.")], [(0, 3.0), (1, 1.0)])
+        self.assertEqual(changed[1], [[], []])  # one word changed: another text
+        exported = rag.Chunk("a.pdf", "", 1, 3, "It\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
+        copied = rag.Chunk("a.docx", "", 1, 1, "it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
+        self.assertEqual(folded([exported, copied], [(0, 2.0), (1, 1.0)]), ([(0, 2.0)], [[1]]))
+
+    def test_copies_of_a_section_take_one_place_among_the_hits(self):
+        """Eight files hold the handbook's "Before your first day" section. Nine hits of that text pushed
+        the section that answers from 4th (without the copies) to 12th; as one hit, it is 4th again."""
+        chunks = rag.split_documents(rag.load_documents([rag.DEFAULT_DOCS]))
+        section = next(chunk for chunk in chunks if chunk.heading.endswith("Before your first day"))
+        copies = [rag.replace(section, source=f"onboarding{n}.md", heading="") for n in range(8)]
+        question = "What time does my first day start?"
+        alone = [hit.chunk.heading for hit in search(index_chunks(chunks), question, 5)]
+        hits = search(index_chunks(chunks + copies), question, 5)
+        self.assertEqual([hit.chunk.heading or hit.chunk.source for hit in hits], ["onboarding0.md"] + alone[1:])
+        self.assertEqual(alone[3], "Onboarding and probation > Your first weeks")  # "arrive ... at 09:30"
+        self.assertEqual(sorted(copy.source for copy in hits[0].copies), ["handbook.txt"] + [copy.source for copy in copies[1:]])
+        self.assertEqual([hit.rank for hit in hits], [1, 2, 3, 4, 5])
+
+    def test_a_hit_names_at_most_copies_listed_and_counts_the_others(self):
+        """500 copies of one text made a 123 KB JSON line for 5 hits: a hit names COPIES_LISTED of them."""
+        for n in range(40):
+            self.write(f"docs/copy{n:02d}.txt", "Expense reports are due within 30 days of the trip.")
+        with mock.patch.object(rag, "COPIES_LISTED", 3):
+            code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--search", "--json", "--no-cache",
+                                       "expense report due"])
+            self.assertEqual((code, err), (0, ""))
+            hit = json.loads(out)["hits"][0]
+            self.assertEqual((hit["source"], [copy["source"] for copy in hit["also"]], hit["also_more"]),
+                             ("copy00.txt", ["copy01.txt", "copy02.txt", "copy03.txt"], 36))
+            code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--search", "--no-cache", "expense report due"])
+            self.assertIn("    also in copy01.txt:1-1, copy02.txt:1-1, copy03.txt:1-1 and 36 more\n", out)
 
 
 # ----------------------------------------------------------------------------------------- Appendix: OpenAI-compatible servers
