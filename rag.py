@@ -51,8 +51,7 @@ except ImportError:  # a Python built without it (rare): said in one line when t
     sqlite3 = None
 
 # http.client, socket, urllib and base64 are imported in the functions that use them: only the model
-# server needs them, and loading them up front would add ~33 ms to a search without one. So are
-# zipfile, xml.etree and datetime: only office files need them (~10 ms more).
+# server needs them, and they take some 33 ms to load. So are zipfile, xml.etree and datetime.
 
 # ---------------------------------------------------------------------------------------------------
 # Settings: every tunable number, with its unit and where it comes from. The command line reads these.
@@ -68,7 +67,7 @@ INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run t
                               # committed. Bigger parts write fewer rows, and take more memory (README, "Limits")
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
-CACHED_CHUNKS = 2000       # chunks kept for the next questions, at most (about 2 KB each)
+CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
 CHUNK_CHARS = 2000     # characters per chunk at most, overlap included (~500 tokens; measured, see README)
@@ -1008,13 +1007,10 @@ INDEX_EXTRAS = {}
 
 
 class Index:
-    """The chunks and their inverted index, in an SQLite database: for each token, in which chunks it
-    is and how often. A database in the cache folder persists between runs; ":memory:" does not.
-
-    A question reads only its own tokens' postings and the chunks it shows. Postings are kept in parts,
-    one a batch of chunks indexed together, so indexing a batch writes each token once, and a file that
-    changed rewrites only its own part of its tokens' postings. Scores are worked out from the counts
-    and lengths at question time: they are exact however the index was built (see weights_of)."""
+    """The chunks and their inverted index, in an SQLite database (in the cache folder it persists between
+    runs): for each token, in which chunks it is and how often, kept in parts, one a batch of chunks
+    indexed together. A question reads only its own tokens' postings and the chunks it shows; scores are
+    worked out from the counts and lengths then, so they are exact however the index was built."""
 
     def __init__(self, path=":memory:"):
         if sqlite3 is None:
@@ -1035,7 +1031,7 @@ class Index:
         for numbers, lengths in self.rows("SELECT numbers, lengths FROM parts ORDER BY part"):
             self.numbers.frombytes(numbers)
             self.lengths.frombytes(lengths)
-        self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, [])
+        self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, {})
         self.memo = {}  # what the appendices work out from the index and keep for the next questions
         self.extras = {name: extra["read"](self) for name, extra in INDEX_EXTRAS.items()}
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
@@ -1089,30 +1085,27 @@ class Index:
     def search(self, weights, k, within=None):
         """Return [(chunk number, score)] of the k best chunks for a query, best first: the sum over its
         tokens of each one's weight in the query (1; more for a word a long question repeats, less for an
-        earlier question's) times its BM25 weight in the chunk. within: None, or the Within of --only
-        terms: the chunks that may be found, the others are not even read. Ties go to the
-        earlier chunk, so the same question always gets the same hits. The scores of the last query are
-        kept: when copies take the places of the best (see rank), the same query is asked for more."""
-        query, mask, scores = self.scored
-        if query != tuple(weights.items()) or mask is not within:
-            scores = [0.0] * len(self.norms)
+        earlier question's) times its BM25 weight in the chunk. within: None, or the chunks that may be
+        found (a Within): the others are not even read. Ties go to the earlier chunk, so the same question
+        always gets the same hits. The scores of the last query are kept: HOOKS["hits"] may ask for more."""
+        query, kept_within, scores = self.scored
+        if query != tuple(weights.items()) or kept_within is not within:
+            scores = {}  # chunk number -> score, of the chunks that hold a token of the query
+            get = scores.get
             for token, boost in weights.items():
-                postings = zip(*self.weights_of(token, within))
-                if boost == 1.0:  # a question's own token: no multiplication to pay
-                    for number, weight in postings:
-                        scores[number] += weight
-                else:
-                    for number, weight in postings:
-                        scores[number] += boost * weight
+                numbers, token_weights = self.weights_of(token, within)
+                if boost != 1.0:  # (a question's own token: no multiplication to pay)
+                    token_weights = map(boost.__mul__, token_weights)
+                for number, weight in zip(numbers, token_weights):
+                    scores[number] = get(number, 0.0) + weight
             self.scored = (tuple(weights.items()), within, scores)  # (in one step: the page's threads read it)
-        # Every weight is positive, so the chunks found are those with a score. Only the chunks that reach
-        # the k-th best score can be among the k best: heapq finds that score among the bare scores, and
-        # the chunks that reach it are picked in chunk order and sorted stably (the earlier chunk first).
-        best_scores = heapq.nlargest(k, itertools.compress(scores, scores))
-        threshold = best_scores[-1] if best_scores and len(best_scores) == k else 0.0  # 0: fewer found
-        found = itertools.compress(range(len(scores)), map(operator.ge, scores, itertools.repeat(threshold))
-                                   if threshold else scores)
-        best = sorted(found, key=scores.__getitem__, reverse=True)[:k]
+        # Only the chunks that reach the k-th best score can be among the k best: heapq finds that score
+        # among the bare scores, and the chunks that reach it are sorted stably in chunk order.
+        found = scores
+        if len(scores) > k:
+            threshold = heapq.nlargest(k, scores.values())[-1]
+            found = itertools.compress(scores, map(operator.ge, scores.values(), itertools.repeat(threshold)))
+        best = sorted(sorted(found), key=scores.__getitem__, reverse=True)[:k]
         return [(number, scores[number]) for number in best]
 
     def chunk(self, number):
@@ -1124,8 +1117,8 @@ class Index:
         come back; up to CACHED_CHUNKS of them, the last read)."""
         read = {number: chunk for number, chunk in zip(numbers, map(self.cached.get, numbers)) if chunk}
         with self.lock:
-            rows = list(rows_where(self.db, "SELECT number, source, heading, first_line, last_line, first_page, "
-                                   "last_page, text FROM chunks WHERE number IN ({})", [n for n in numbers if n not in read]))
+            rows = rows_where(self.db, "SELECT number, source, heading, first_line, last_line, first_page, "
+                              "last_page, text FROM chunks WHERE number IN ({})", [n for n in numbers if n not in read])
         for number, source, heading, first, last, first_page, last_page, text in rows:
             read[number] = Chunk(source, heading, first, last, text, (first_page, last_page) if first_page else ())
         if keep:
@@ -1183,11 +1176,13 @@ def first_row(db, query, values=()):
 
 
 def rows_where(db, query, values, *first):
-    """Yield the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
+    """Return the rows of a query "... IN ({})" for every value, asked 500 values at a time (SQLite takes
     at most 999 parameters before version 3.32); first: the parameters before the IN list."""
+    rows = []
     for start in range(0, len(values), 500):
         some = values[start:start + 500]
-        yield from db.execute(query.format(", ".join("?" * len(some))), (*first, *some))
+        rows += db.execute(query.format(", ".join("?" * len(some))), (*first, *some)).fetchall()
+    return rows
 
 
 @contextmanager
@@ -2042,7 +2037,7 @@ def use_embeddings(index, config, cache=None, progress=None):
     mode, when embeddings cannot be had, return (None, "lexical") and say so once: words still search.
     In auto mode, the same when embedding the chunks not in the cache would take over AUTO_EMBED_SECONDS:
     then hybrid is for --mode hybrid to choose (it embeds them once, and auto uses them from then on).
-    Only the vectors' signatures are read now, not the vectors (96 bytes a chunk, not 3,072, at 768 numbers)."""
+    Only the vectors' signatures are read now, not the vectors."""
     cache = cache or EmbeddingCache(index.path, config.embed_model, config.api)  # the index's database, or memory
     auto = config.mode == "auto"
     try:
@@ -2238,11 +2233,8 @@ def embedding_ranking(index, query, depth, embeddings):
 def shortlist(embeddings, vector, count, within=None):
     """Return the numbers of the count chunks (of those within, when given) whose vectors' signs agree
     with the vector's most (more when several tie at the last place), in chunk order; every chunk when
-    there are no more.
-
-    Vectors that point the same way mostly share their signs, so the number of signs two vectors
-    disagree on (the bits set in the XOR of their signatures) is a rough angle between them, counted in
-    C far faster than a cosine in Python."""
+    there are no more. Vectors that point the same way mostly share their signs: the signs two vectors
+    disagree on (the bits set in the XOR of their signatures) tell a rough angle, far faster than a cosine."""
     numbers, signs = embeddings.signs, embeddings.signs.values()
     if within is not None:
         picked = list(map(within.mask.__getitem__, numbers))
@@ -2610,11 +2602,9 @@ def in_brief(answer):
 def prompt_for(index, answer, config, earlier=(), embeddings=None):
     """Return the answer to be (retrieve's) with the hits that fit the context budget (beside the rules,
     the question and the earlier turns of a conversation) and the chat request; or with the refusal and no
-    request when no passage was found. The sentences given are chosen by meaning too when the hits were.
-
-    Only then is the model not asked: no score told the answerable questions from the others (README,
-    "Focus"), so the model is told to refuse, and a call costs less than a wrong refusal. A score is a
-    sure sign only against the best one's: a hit far below it is not given (RELEVANT_SHARE)."""
+    request when no passage was found (only then: no score tells the answerable questions from the others,
+    README "Focus"). A hit far below the best one is not given (RELEVANT_SHARE); the sentences given are
+    chosen by meaning too when the hits were."""
     question, found, query = answer.question, answer.found, answer.queries[0]
     if not found:
         return replace(answer, text=REFUSAL, warnings=(NOT_ASKED,))
@@ -2830,7 +2820,7 @@ def print_answer(answer, as_json):
     """Print an answer (after its text, if that was streamed with print_text), its warnings, and the
     passages it cites; or, when the model failed, what there is instead."""
     if as_json:
-        return print_answer_json(answer)
+        return print(answer_line(answer), flush=True)
     if answer.failure:
         if answer.text:  # what was said cites the passages: they stay in view
             print("\n[answer cut short]")
@@ -2854,11 +2844,6 @@ def print_sources(hits, numbers, title):
     for number in numbers:
         print(f"  [{number}] {hit_label(hits[number - 1], '      ')}")
     sys.stdout.flush()
-
-
-def print_answer_json(answer):
-    """Print an answer as the JSON contract's line."""
-    print(answer_line(answer), flush=True)
 
 
 def answer_line(answer):
@@ -2902,7 +2887,7 @@ def copies_json(hit):
                                        **({"pages": list(copy.pages)} if copy.pages else {})} for copy in hit.copies]) + more
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=CACHED_CHUNKS)
 def chunk_json(chunk):
     """Return a chunk's fields of a hit as JSON members: a chunk found again is not encoded again."""
     pages = {"pages": list(chunk.pages)} if chunk.pages else {}
