@@ -1002,7 +1002,6 @@ CREATE TABLE IF NOT EXISTS questions (model TEXT, key TEXT, vector BLOB, asked I
 #   added(db, first number, [fact of each chunk of a part]): store them as the part is added
 #   dropped(db, chunk numbers): forget those chunks
 #   updated(index): after a run that changed the index, in one transaction: work out what it needs
-#   read(index) -> what questions need of it, kept in index.extras (read with the lengths)
 INDEX_EXTRAS = {}
 
 
@@ -1033,7 +1032,6 @@ class Index:
             self.lengths.frombytes(lengths)
         self.size, self.weights, self.cached, self.kept, self.scored = len(self.numbers), {}, {}, 0, ((), None, {})
         self.memo = {}  # what the appendices work out from the index and keep for the next questions
-        self.extras = {name: extra["read"](self) for name, extra in INDEX_EXTRAS.items()}
         self.average_length = sum(self.lengths) / max(self.size, 1) or 1.0
         # k1 * (1 - b + b * length / average), BM25's denominator part, by chunk number (0 for gaps)
         self.norms = [0.0] * ((self.numbers[-1] + 1) if self.size else 0)
@@ -1277,7 +1275,7 @@ def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
                 merge_parts(index)
             for extra in INDEX_EXTRAS.values():
                 extra["updated"](index)
-    index.read_lengths()
+        index.read_lengths()
     return len(todo)
 
 
@@ -2871,17 +2869,15 @@ def print_prompt(request, as_json):
 
 def json_line(question, hits, **extra):
     """Return the JSON contract's object for one question: question, hits, then any extra fields."""
-    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s%s}' % (hit.rank, hit.score, chunk_json(hit.chunk), copies_json(hit))
-                          for hit in hits)
+    hits_json = ", ".join('{"rank": %d, "score": %.4f, %s%s}' % (hit.rank, hit.score, chunk_json(hit.chunk),
+                                                                  copies_json(hit) if hit.copies else "") for hit in hits)
     extra_json = "".join(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in extra.items())
     return '{"question": %s, "hits": [%s]%s}' % (json.dumps(question), hits_json, extra_json)
 
 
 def copies_json(hit):
     """Return the members "also" of a hit with copies, where each is as a hit's fields say it, and
-    "also_more", how many more there are (when there are); else ""."""
-    if not hit.copies:
-        return ""
+    "also_more", how many more there are (when there are)."""
     more = f', "also_more": {hit.more_copies}' if hit.more_copies else ""
     return ', "also": ' + json.dumps([{"source": copy.source, "lines": [copy.first_line, copy.last_line],
                                        **({"pages": list(copy.pages)} if copy.pages else {})} for copy in hit.copies]) + more
@@ -3641,7 +3637,8 @@ OPTIONS["show_text"] = {"run": show_text}  # (added with --list)
 # ---------------------------------------------------------------------------------------------------
 
 COPIES_LISTED = 10  # a hit's copies named in --json and to the page, at most; the others are counted
-MARK_WORDS = 3      # words in a mark (see copy_fact): a text of fewer is held only by the same words
+MARK_LETTERS = 7    # a mark (see text_fact) starts at a word this long: a text without one is held only by
+                    # the same words (a title, a line of short words)
 
 COPY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS copy_chunks (number INTEGER PRIMARY KEY, text INTEGER);
@@ -3663,18 +3660,24 @@ def text_words(text):
 
 
 def copy_fact(chunk):
-    """Return what tells the texts that hold a chunk's text and those it holds: the digest of its words
-    (the same for the same words), how many words it has, its first and last mark (None when it has none)
-    and all its marks, as bytes; None for a text without words.
+    """Return what tells the texts that hold a chunk's text and those it holds (text_fact)."""
+    return text_fact(chunk.text)
 
-    A mark is the hash (CRC-32) of MARK_WORDS words in a row, stop words left out. A text that holds
-    another holds its words in the same order, so it holds its marks: the texts that may hold a text are
-    those with its first and last mark, and only those are compared word by word (find_copies)."""
-    words = text_words(chunk.text)
+
+@lru_cache(maxsize=4096)  # (a copy of a file read lately is not worked out again)
+def text_fact(text):
+    """Return the digest of a text's words (the same for the same words), how many words it has, its
+    first and last mark (None when it has none) and all its marks, as bytes; None for a text without words.
+
+    A mark is the hash (CRC-32) of three words in a row (stop words left out), the first of MARK_LETTERS
+    letters or more. A text that holds another holds its words in the same order, so it holds its marks:
+    the texts that may hold a text are those with its first and last mark, and only those are compared
+    word by word (find_copies)."""
+    words = text_words(text)
     if not words:
         return None
-    kept = [word for word in words if word not in STOP_WORDS]
-    rows = zip(*(kept[at:] for at in range(MARK_WORDS)))
+    kept = list(itertools.filterfalse(STOP_WORDS.__contains__, words))
+    rows = itertools.compress(zip(kept, kept[1:], kept[2:]), map(MARK_LETTERS.__le__, map(len, kept)))
     marks = list(map(zlib.crc32, map(str.encode, map(" ".join, rows))))
     digest = hashlib.blake2b(" ".join(words).encode("utf-8"), digest_size=8).digest()
     return (int.from_bytes(digest, "little", signed=True), len(words), *(marks[:1] + marks[-1:] or [None, None]),
@@ -3702,6 +3705,7 @@ def find_copies(index):
     db.executemany("INSERT OR IGNORE INTO copy_holders VALUES (?, ?)", held_texts(db))
     db.execute("UPDATE copy_texts SET new = 0, shared = text IN (SELECT text FROM copy_chunks GROUP BY text "
                "HAVING count(*) > 1 UNION SELECT held FROM copy_holders UNION SELECT holder FROM copy_holders)")
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('texts', (SELECT count(*) FROM copy_texts))")  # (different texts)
 
 
 def held_texts(db):
@@ -3734,41 +3738,54 @@ def holds(db, holder, held):
     return f" {' '.join(texts[1])} " in f" {' '.join(texts[0])} "
 
 
-def read_copies(index):
-    """Return what a question needs to tell copies: {chunk number: its text} of the chunks whose text has
-    copies, and {text: the texts that hold it}."""
-    texts = dict(index.rows("SELECT number, text FROM copy_chunks WHERE text IN (SELECT text FROM copy_texts "
-                            "WHERE shared)"))
-    holders = {}
-    for held, holder in index.rows("SELECT held, holder FROM copy_holders"):
-        holders.setdefault(held, []).append(holder)
-    return texts, holders
-
-
 INDEX_EXTRAS["copies"] = {"schema": COPY_SCHEMA, "fact": copy_fact, "added": add_copy_facts,
-                          "dropped": drop_copy_facts, "updated": find_copies, "read": read_copies}
+                          "dropped": drop_copy_facts, "updated": find_copies}
 
 
 def hits_with_copies(index, ranking_at, k):
     """Return the hits of the k best chunks of the ranking, a chunk whose text a hit above it holds being
-    one of its copies instead of a hit: the ranking goes deeper as the copies found suggest. A hit names
-    its first COPIES_LISTED copies and counts the others."""
-    texts, holders = index.extras["copies"]
-    if not texts:
-        return plain_hits(index, ranking_at, k)
-    depth = k
+    one of its copies instead of a hit: the ranking is asked as deep as the index has chunks a text, and
+    deeper as the copies found suggest (twice as deep: each time costs a look at every chunk found). A hit
+    names its first COPIES_LISTED copies and counts the others."""
+    depth = math.ceil(k * copies_a_text(index))
     while True:
         ranking = ranking_at(depth)
-        kept, copies = fold_copies(ranking, texts, holders)
+        kept, copies = fold_copies(ranking, *texts_of(index, [number for number, _ in ranking]))
         if len(kept) >= k or len(ranking) < depth:  # enough, or all there is
             break
-        depth += (k - len(kept)) * -(-len(ranking) // len(kept))  # as many more as the copies so far suggest
+        depth += 2 * (k - len(kept)) * -(-len(ranking) // len(kept))
     kept, copies = kept[:k], copies[:k]
     chunks = index.chunks_numbered([number for number, _ in kept])
     listed = iter(index.chunks_numbered([number for numbers in copies for number in numbers[:COPIES_LISTED]]))
     return [Hit(rank, score, chunk, number, tuple(itertools.islice(listed, min(len(others), COPIES_LISTED))),
                 max(len(others) - COPIES_LISTED, 0))
             for rank, ((number, score), chunk, others) in enumerate(zip(kept, chunks, copies), 1)]
+
+
+def copies_a_text(index):
+    """Return how many chunks the index has for each text, on average (1.0: no copies)."""
+    if "copies a text" not in index.memo:
+        texts = index.rows("SELECT value FROM meta WHERE key = 'texts'")  # (find_copies counts them)
+        index.memo["copies a text"] = max(index.size / int(texts[0][0]), 1.0) if texts and int(texts[0][0]) else 1.0
+    return index.memo["copies a text"]
+
+
+def texts_of(index, numbers):
+    """Return ({chunk number: its text} of the chunks numbered whose text has copies, {text: the texts that
+    hold it}), read from the index as questions ask for them and kept (up to 4 x CACHED_CHUNKS numbers)."""
+    known, holders = index.memo.get("copy texts", (None, None))
+    if known is None or len(known) > 4 * CACHED_CHUNKS:
+        known, holders = {}, {}
+        for held, holder in index.rows("SELECT held, holder FROM copy_holders"):
+            holders.setdefault(held, []).append(holder)
+    missing = [number for number in numbers if number not in known]
+    if missing:
+        with index.lock:  # (the page's threads ask at once)
+            found = dict(rows_where(index.db, "SELECT number, copy_chunks.text FROM copy_chunks JOIN copy_texts ON "
+                                    "copy_texts.text = copy_chunks.text WHERE shared AND number IN ({})", missing))
+            known.update((number, found.get(number)) for number in missing)
+    index.memo["copy texts"] = (known, holders)
+    return {number: known[number] for number in numbers if known[number] is not None}, holders
 
 
 def fold_copies(ranking, texts, holders):
@@ -5361,19 +5378,7 @@ def cff_encoding(data):
         + [glyph_text(name) for name in CFF_LATIN]  # by string ID, the standard strings up to 228 (ISO Latin-1's)
     text_of = lambda sid: texts[sid] if sid < len(texts) else CFF_EXPERT.get(sid, "") if sid < 391 else \
         glyph_text(strings[sid - 391].decode("latin-1"))  # noqa: E731
-    sids = list(range(glyphs)) if charset == 0 else [0]  # charset 0: glyph i is string i (ISO Adobe)
-    while charset and len(sids) < glyphs:  # formats 1 and 2: runs of string IDs, counted in 1 or 2 bytes
-        kind, at = data[charset], charset + 1
-        if kind not in (0, 1, 2):
-            raise ValueError(f"charset format {kind}")
-        if kind == 0:
-            sids += [int.from_bytes(data[at + 2 * i:at + 2 * i + 2], "big") for i in range(glyphs - 1)]
-            break
-        while len(sids) < glyphs and at + 2 + kind <= len(data):
-            first, left = int.from_bytes(data[at:at + 2], "big"), int.from_bytes(data[at + 2:at + 2 + kind], "big")
-            sids += range(first, first + min(left, glyphs - len(sids) - 1) + 1)  # (never more than the glyphs)
-            at += 2 + kind
-        charset = 0
+    sids = cff_charset(data, charset, glyphs)
     kind, count, at = data[encoding] & 0x7F, data[encoding + 1], encoding + 2
     if kind not in (0, 1):
         raise ValueError(f"encoding format {kind}")
@@ -5388,6 +5393,24 @@ def cff_encoding(data):
         table.update((data[at + 1 + 3 * i], text_of(int.from_bytes(data[at + 2 + 3 * i:at + 4 + 3 * i], "big")))
                      for i in range(data[at]))
     return table
+
+
+def cff_charset(data, charset, glyphs):
+    """Return the string ID of each glyph of a CFF font program, by its charset at that offset."""
+    sids = list(range(glyphs)) if charset == 0 else [0]  # charset 0: glyph i is string i (ISO Adobe)
+    while charset and len(sids) < glyphs:  # formats 1 and 2: runs of string IDs, counted in 1 or 2 bytes
+        kind, at = data[charset], charset + 1
+        if kind not in (0, 1, 2):
+            raise ValueError(f"charset format {kind}")
+        if kind == 0:
+            sids += [int.from_bytes(data[at + 2 * i:at + 2 * i + 2], "big") for i in range(glyphs - 1)]
+            break
+        while len(sids) < glyphs and at + 2 + kind <= len(data):
+            first, left = int.from_bytes(data[at:at + 2], "big"), int.from_bytes(data[at + 2:at + 2 + kind], "big")
+            sids += range(first, first + min(left, glyphs - len(sids) - 1) + 1)  # (never more than the glyphs)
+            at += 2 + kind
+        charset = 0
+    return sids
 
 
 def cff_index(data, at):
@@ -7375,15 +7398,7 @@ def page_handler_class():
 
 def page_server_class(host):
     """Return the class of the page's server at host (IPv4 or IPv6): a thread a connection, at most
-    MAX_CONNECTIONS of them at a time (each server counts its own).
-
-    Anyone who can reach the port can open connections and send nothing, or a request a byte at a time:
-    held open, they would take every place. So a connection whose request has not all arrived (line,
-    headers and body: it is idle) gives way: to a new connection when all places are taken (the one idle
-    longest is closed), and, when half are, to another of its own address that has IDLE_PER_CLIENT idle
-    ones (but one of its own that has just come, and may be about to ask, is given IDLE_GRACE). A
-    connection whose request has arrived is never closed for another; only when every place holds one
-    is a new connection answered 503."""
+    MAX_CONNECTIONS of them at a time (each server counts its own); idle ones give way (idle_to_close)."""
     import http.server  # here, not at the top: see the note after the imports
     import socket
     import socketserver
@@ -7400,26 +7415,15 @@ def page_server_class(host):
 
         def process_request(self, request, client_address):
             with self.lock:
-                idle = sorted(((since, c) for c, (address, busy, since) in self.open.items() if not busy),
-                              key=lambda item: item[0])  # longest first (by time alone: sockets do not compare)
-                own = [c for since, c in idle if self.open[c][0] == client_address[0] and since < time.monotonic() - IDLE_GRACE]
-                if len(own) >= IDLE_PER_CLIENT and len(self.open) >= MAX_CONNECTIONS // 2:
-                    self.close_idle(own[0])
-                elif len(self.open) >= MAX_CONNECTIONS and idle:
-                    self.close_idle(idle[0][1])
-                elif len(self.open) >= MAX_CONNECTIONS:  # every place answers a request
+                idle, full = idle_to_close(self.open, client_address[0])
+                if idle is not None:  # its thread, waiting for a request, reads the end and stops
+                    del self.open[idle]
+                    shut_down(idle)
+                elif full:  # every place answers a request
                     request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                     return self.shutdown_request(request)
                 self.open[request] = [client_address[0], False, time.monotonic()]
             super().process_request(request, client_address)
-
-        def close_idle(self, connection):
-            """Close an idle connection: its thread, waiting for a request, reads the end and stops."""
-            del self.open[connection]
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
         def set_busy(self, connection, busy):
             with self.lock:
@@ -7433,6 +7437,36 @@ def page_server_class(host):
                 with self.lock:
                     self.open.pop(request, None)
     return Server
+
+
+def shut_down(connection):
+    """Shut a connection down both ways, unless it is closed already."""
+    import socket
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def idle_to_close(connections, address):
+    """Return (the idle connection a new one from address closes, or None; whether every place is taken by
+    a connection whose request has arrived). connections: {connection: [address, busy, since when]}.
+
+    Anyone who can reach the port can open connections and send nothing, or a request a byte at a time:
+    held open, they would take every place. So a connection whose request has not all arrived (line,
+    headers and body: it is idle) gives way: to a new connection when all places are taken (the one idle
+    longest is closed), and, when half are, to another of its own address that has IDLE_PER_CLIENT idle
+    ones (but one of its own that has just come, and may be about to ask, is given IDLE_GRACE). A
+    connection whose request has arrived is never closed for another; only when every place holds one
+    is a new connection answered 503."""
+    idle = sorted(((since, c) for c, (_, busy, since) in connections.items() if not busy),
+                  key=lambda item: item[0])  # longest first (by time alone: sockets do not compare)
+    own = [c for since, c in idle if connections[c][0] == address and since < time.monotonic() - IDLE_GRACE]
+    if len(own) >= IDLE_PER_CLIENT and len(connections) >= MAX_CONNECTIONS // 2:
+        return own[0], False
+    if len(connections) >= MAX_CONNECTIONS:
+        return (idle[0][1], False) if idle else (None, True)
+    return None, False
 
 
 def serve_options(parser):

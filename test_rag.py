@@ -3396,15 +3396,17 @@ def hits_by_words(index, question, k):
     """The reference for copies: [(hit's chunk number, its copies' numbers)] as rank() made them before
     copies were found at indexing: each chunk of the ranking compared by its words with the hits above
     it, at every question, the ranking going deeper by the same rule (and a text held by one more than
-    twice as long not a copy)."""
-    query, depth = rag.make_query(question), k
+    twice as long not a copy, nor one without a mark held by another text)."""
+    query, depth = rag.make_query(question), math.ceil(k * rag.copies_a_text(index))  # (as deep as rank() asks)
     while True:
         ranking = rag.lexical_ranking(index, query, depth)
         hits, texts = [], []
         for (number, _), chunk in zip(ranking, index.chunks_numbered([number for number, _ in ranking])):
             words = " ".join(rag.text_words(chunk.text))
-            holder = next((at for at, text in enumerate(texts) if words and f" {words} " in text
-                           and len(text.split()) <= 2 * len(words.split())), None)  # (at most twice as long)
+            kept = [word for word in words.split() if word not in rag.STOP_WORDS]
+            marked = any(len(word) >= rag.MARK_LETTERS for word in kept[:-2])  # (else only the same words)
+            holder = next((at for at, text in enumerate(texts) if words and (text == f" {words} " or marked and
+                           f" {words} " in text and len(text.split()) <= 2 * len(words.split()))), None)
             if holder is None:
                 hits.append((number, []))
                 texts.append(f" {words} ")
@@ -3412,14 +3414,13 @@ def hits_by_words(index, question, k):
                 hits[holder][1].append(number)
         if len(hits) >= k or len(ranking) < depth:
             return hits[:k]
-        depth += (k - len(hits)) * -(-len(ranking) // len(hits))
+        depth += 2 * (k - len(hits)) * -(-len(ranking) // len(hits))
 
 
 def folded(chunks, ranking):
     """Return (the hits, the numbers of each one's copies) of a ranking [(chunk number, score)] of these chunks,
     indexed (a file each)."""
-    texts, holders = index_chunks(chunks).extras["copies"]
-    return rag.fold_copies(ranking, texts, holders)
+    return rag.fold_copies(ranking, *rag.texts_of(index_chunks(chunks), [number for number, _ in ranking]))
 
 
 class CopiesTest(TempFolder):
@@ -3502,9 +3503,11 @@ class CopiesTest(TempFolder):
         self.assertEqual(folded(chunks, [(0, 3.0), (1, 2.0), (2, 1.0)]), ([(0, 3.0), (1, 2.0)], [[2], []]))
         changed = folded([chunks[0], rag.replace(chunks[2], text="Book late.")], [(0, 3.0), (1, 1.0)])
         self.assertEqual(changed[1], [[], []])  # one word changed: another text
-        exported = rag.Chunk("a.pdf", "", 1, 3, "It\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
-        copied = rag.Chunk("a.docx", "", 1, 1, "it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
+        exported = rag.Chunk("a.pdf", "", 1, 3, "Reports: it\u2019s “due” in 30 days;\nfile_it early. Café.")  # (not ASCII)
+        copied = rag.Chunk("a.docx", "", 1, 1, "reports, it's DUE in 30 days: file it early")  # (ASCII: split otherwise)
         self.assertEqual(folded([exported, copied], [(0, 2.0), (1, 1.0)]), ([(0, 2.0)], [[1]]))
+        short = rag.Chunk("b.docx", "", 1, 1, "it's due in 30 days: file it early")  # no word of 7 letters: no mark
+        self.assertEqual(folded([exported, short], [(0, 2.0), (1, 1.0)])[1], [[], []])
 
     def test_copies_of_a_section_take_one_place_among_the_hits(self):
         """Eight files hold the handbook's "Before your first day" section. Nine hits of that text pushed
