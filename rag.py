@@ -3756,10 +3756,20 @@ def hits_with_copies(index, ranking_at, k):
         depth += 2 * (k - len(kept)) * -(-len(ranking) // len(kept))
     kept, copies = kept[:k], copies[:k]
     chunks = index.chunks_numbered([number for number, _ in kept])
-    listed = iter(index.chunks_numbered([number for numbers in copies for number in numbers[:COPIES_LISTED]]))
+    listed = iter(places_of(index, [number for numbers in copies for number in numbers[:COPIES_LISTED]]))
     return [Hit(rank, score, chunk, number, tuple(itertools.islice(listed, min(len(others), COPIES_LISTED))),
                 max(len(others) - COPIES_LISTED, 0))
             for rank, ((number, score), chunk, others) in enumerate(zip(kept, chunks, copies), 1)]
+
+
+def places_of(index, numbers):
+    """Return the chunks of these numbers as where they are, without their text (a copy is named, not read)."""
+    with index.lock:
+        rows = {number: Chunk(source, heading, first, last, "", (first_page, last_page) if first_page else ())
+                for number, source, heading, first, last, first_page, last_page in rows_where(index.db, "SELECT "
+                "number, source, heading, first_line, last_line, first_page, last_page FROM chunks WHERE number IN ({})",
+                numbers)}
+    return [rows[number] for number in numbers]
 
 
 def copies_a_text(index):
