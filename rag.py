@@ -7506,6 +7506,7 @@ def serve(args, config):
         raise RagError("--serve asks its questions on the page; drop the question, --search, --eval, --explain "
                        "and --show-prompt", 2)
     import threading  # here, not at the top: see the note after the imports
+    config = connect(config) if config.server else config
     server = make_server(config, args.serve, args.token, args.model_calls, args.log_questions, args.public_url,
                          read_now=False)
     print(server.url, flush=True)

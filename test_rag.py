@@ -32,6 +32,7 @@ import threading
 import time
 import unittest
 import urllib.parse
+import urllib.request
 import zipfile
 import zlib
 from array import array
@@ -5888,6 +5889,28 @@ class PageSecurityTest(ServerCase):
         self.assertEqual((code, out), (1, ""))
         self.assertRegex(err, rf"^rag.py: --serve {address}: cannot listen there \(.+\); choose another address or port\n$")
         self.assertEqual(run_main(["--serve", "127.0.0.1:99999"])[0], 2)
+
+    def test_the_command_line_serves_the_page_with_the_model_server_it_finds(self):
+        """rag.py --serve, run as people run it: the page's server is completed by the model server (its kind,
+        its model), and the documents are read and searched."""
+        fake = FakeOllama()
+        self.addCleanup(fake.close)
+        cache = tempfile.mkdtemp(prefix="rag-test-cache-")
+        self.addCleanup(shutil.rmtree, cache)
+        process = subprocess.Popen([sys.executable, "-u", rag.__file__, "--serve", "127.0.0.1:0", "--cache", cache],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=dict(os.environ, OLLAMA_HOST=fake.url))
+        self.addCleanup(process.wait)
+        self.addCleanup(process.kill)
+        url = process.stdout.readline().strip()
+        for _ in range(200):  # until the documents are read
+            status = json.loads(urllib.request.urlopen(url + "api/status", timeout=5).read())
+            if status["chunks"]:
+                break
+            time.sleep(0.05)
+        self.assertEqual((status["model"], status["model_note"], status["mode"]), ("llama3.2", "", "lexical"))
+        hits = json.loads(urllib.request.urlopen(url + "api/search?q=per+diem+Japan", timeout=5).read())["hits"]
+        self.assertEqual(hits[0]["heading"], "Expenses > Per diem")
 
     def test_a_token_is_required_off_loopback(self):
         self.assertIsNone(rag.access_token("127.0.0.1"))
