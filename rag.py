@@ -1088,23 +1088,10 @@ class Index:
         always gets the same hits. The scores of the last query are kept: HOOKS["hits"] may ask for more."""
         query, kept_within, scores = self.scored
         if query != tuple(weights.items()) or kept_within is not within:
-            scores = {}  # chunk number -> score, of the chunks that hold a token of the query
-            get = scores.get
-            for token, boost in weights.items():
-                numbers, token_weights = self.weights_of(token, within)
-                if boost != 1.0:  # (a question's own token: no multiplication to pay)
-                    token_weights = map(boost.__mul__, token_weights)
-                for number, weight in zip(numbers, token_weights):
-                    scores[number] = get(number, 0.0) + weight
+            postings = [(*self.weights_of(token, within), boost) for token, boost in weights.items()]
+            scores = summed(postings, len(self.norms))
             self.scored = (tuple(weights.items()), within, scores)  # (in one step: the page's threads read it)
-        # Only the chunks that reach the k-th best score can be among the k best: heapq finds that score
-        # among the bare scores, and the chunks that reach it are sorted stably in chunk order.
-        found = scores
-        if len(scores) > k:
-            threshold = heapq.nlargest(k, scores.values())[-1]
-            found = itertools.compress(scores, map(operator.ge, scores.values(), itertools.repeat(threshold)))
-        best = sorted(sorted(found), key=scores.__getitem__, reverse=True)[:k]
-        return [(number, scores[number]) for number in best]
+        return best_of(scores, k)
 
     def chunk(self, number):
         """Return the chunk numbered so."""
@@ -1140,6 +1127,42 @@ class Index:
         misuse", seen with Python 3.13)."""
         with self.lock:
             return self.db.execute(query, values).fetchall()
+
+
+def summed(postings, size):
+    """Return the score of each chunk found: the sum of its weights in the postings [(numbers, weights,
+    boost)], each times its boost. In a dict of the chunks found when the postings are fewer than the
+    chunks (a short question), else in a list by chunk number, 0.0 for those not found (a long one: a
+    dict costs more a posting, a list a look at every chunk)."""
+    if sum(len(numbers) for numbers, _, _ in postings) > size:
+        scores = [0.0] * size
+        for numbers, weights, boost in postings:
+            for number, weight in zip(numbers, weights if boost == 1.0 else map(boost.__mul__, weights)):
+                scores[number] += weight
+        return scores
+    scores = {}
+    get = scores.get
+    for numbers, weights, boost in postings:
+        for number, weight in zip(numbers, weights if boost == 1.0 else map(boost.__mul__, weights)):
+            scores[number] = get(number, 0.0) + weight
+    return scores
+
+
+def best_of(scores, k):
+    """Return [(chunk number, score)] of the k best of the scores (summed's), best first, the earlier chunk
+    first of equal ones. Only the chunks that reach the k-th best score can be among the k best: heapq
+    finds that score among the bare scores, and the chunks that reach it are sorted stably in chunk order."""
+    if isinstance(scores, list):  # by chunk number: the chunks found are those with a score (all are above 0)
+        numbers, values = range(len(scores)), scores
+        best_scores = heapq.nlargest(k, itertools.compress(scores, scores))
+    else:
+        numbers, values = scores, scores.values()
+        best_scores = heapq.nlargest(k, values)
+    if not best_scores:
+        return []
+    found = itertools.compress(numbers, map(operator.ge, values, itertools.repeat(best_scores[-1])))
+    best = sorted(sorted(found), key=scores.__getitem__, reverse=True)[:k]
+    return [(number, scores[number]) for number in best]
 
 
 def make_tables(db):
@@ -1252,10 +1275,9 @@ def open_index(path, again=True):
 
 
 def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
-    """Bring the index up to date with the files: read, split and index the new and changed ones (those
-    whose identity is not the one the index saw), and drop the chunks of changed and removed ones. Each
-    part (a batch of files) is committed as it is done, so a run that is stopped keeps them. progress, if
-    given, is told how far the reading has come (a Progress). Return how many files were read."""
+    """Bring the index up to date with the files: read, split and index the new and changed ones (their
+    identity is not the one the index saw), drop the chunks of changed and removed ones; tell progress, if
+    given, how far the reading has come (a Progress). Return how many files were read."""
     known = dict(index.db.execute("SELECT path, identity FROM files"))
     wanted = {file.path for file in files}
     todo = [file for file in files if known.get(file.path) != file.identity]
@@ -1294,9 +1316,8 @@ class Progress:
 
 
 def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
-    """Read, split and index the files, batch by batch, each committed as a part as soon as it is made: a
-    run that is stopped keeps the parts committed. What reading a file said is said as its part is added
-    (the same lines whichever process read it), and kept with the file when it would say it again."""
+    """Read, split and index the files, batch by batch, each committed as a part as soon as it is made (a
+    run that is stopped keeps them). What reading a file said is said as its part is added, and kept."""
     started, totals, pages = time.monotonic(), (len(todo), sum(map(file_size, todo))), [0]
 
     def tell(tally, done=False):  # tally: [files, pages, bytes] read so far
@@ -2350,12 +2371,7 @@ def queries_of(index, question, earlier=(), only=()):
     return [make_query(part, earlier, within) for part in [question] + sub_queries(question)]
 
 
-def no_within(index, only):
-    """Return the chunks a question may find: all of them (None). (Appendix: asking within narrows them.)"""
-    return None
-
-
-HOOKS["within"] = no_within
+HOOKS["within"] = lambda index, only: None  # the chunks a question may find: all (Appendix: asking within)
 
 
 def rank(index, queries, k, mode, embeddings=None):
