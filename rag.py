@@ -177,14 +177,23 @@ def inform(message):
 
 
 def say(line):
-    """Write a line to stderr in one piece: print() writes its newline apart, and the page's threads
-    would interleave their lines. While a file is read (see read_file), its lines are kept instead."""
+    """Write a line to stderr in one piece (print() writes its newline apart, and the page's threads would
+    interleave their lines), control characters written out. While a file is read, its lines are kept."""
     kept = KEPT_LINES.get()
     if kept is not None:
         kept.append(line)
         return
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but the tab
+
+
+def printable(text, lines=False):
+    """Return text with its control characters written out ("\\x1b"), line feeds too unless lines: a name or
+    a document must not set a terminal's title or colours, or split a line in two."""
+    return CONTROL.sub(lambda m: m.group() if lines and m.group() == "\n" else f"\\x{ord(m.group()):02x}", text)
 
 
 def counted(n, noun):
@@ -672,7 +681,8 @@ def make_chunk(source, heading, pieces):
 
 def where(chunk):
     """Return a chunk's source and place, short: "handbook.txt:40-49", or "rules.pdf p. 12"."""
-    return f"{chunk.source} {place(chunk)}" if chunk.pages else f"{chunk.source}:{chunk.first_line}-{chunk.last_line}"
+    source = printable(chunk.source)  # (printed for people)
+    return f"{source} {place(chunk)}" if chunk.pages else f"{source}:{chunk.first_line}-{chunk.last_line}"
 
 
 def place(chunk):
@@ -2680,7 +2690,7 @@ def check_citations(text, count):
     for group in CITATION.findall(without_code(text)):  # x[1] in code cites nothing
         for item in group.split(","):
             first, _, last = item.replace("–", "-").partition("-")
-            first, last = sorted((int(first), int(last or first)))
+            first, last = sorted(int(n) if len(n.strip()) < 10 else 10**9 for n in (first, last or first))  # (none given)
             cited += range(first, min(last, first + 20) + 1)  # [1-3]: 1, 2, 3
     cited = list(dict.fromkeys(cited))
     warnings = []
@@ -2791,7 +2801,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
 def chunk_label(chunk):
     """Return where a chunk is, as every listing of hits shows it: "source:first-last  (heading)", or
     for a document of pages "source p. 12  (heading)"."""
-    return where(chunk) + (f"  ({chunk.heading})" if chunk.heading else "")
+    return where(chunk) + (f"  ({printable(chunk.heading)})" if chunk.heading else "")
 
 
 def hit_label(hit, indent="    "):
@@ -2821,13 +2831,13 @@ def excerpt(text, question, size=EXCERPT_CHARS):
     wanted = set(tokenize(question))
     sentences = [s for s in SENTENCE_END.split(" ".join(text.split())) if s]
     best = max(range(len(sentences)), key=lambda i: (len(wanted.intersection(tokenize(sentences[i]))), -i))
-    shown = " ".join(sentences[best:])
+    shown = printable(" ".join(sentences[best:]))
     return shown if len(shown) <= size else shown[:size].rsplit(" ", 1)[0] + " ..."
 
 
 def print_text(piece):
     """Print a piece of the answer as it arrives."""
-    print(piece, end="", flush=True)
+    print(printable(piece, lines=True), end="", flush=True)
 
 
 def print_answer(answer, as_json):
@@ -2880,7 +2890,7 @@ def print_prompt(request, as_json):
         if key != "messages":
             print(f"{key}: {json.dumps(value)}")
     for message in request.body["messages"]:
-        print(f"--- {message['role']} ---\n{message['content']}")
+        print(f"--- {message['role']} ---\n{printable(message['content'], lines=True)}")
 
 
 def json_line(question, hits, **extra):
@@ -3091,7 +3101,8 @@ def build_index(config, progress=None, empty=False):
     if not index.size and not empty:
         if not read:  # the files were read by an earlier run: what they said then is why
             for note, in index.rows("SELECT note FROM files WHERE note != '' ORDER BY path"):
-                say(note)
+                for line in note.split("\n"):
+                    say(line)
         raise RagError(no_text_found(config.docs, len(files)), 2)
     return index
 
@@ -3352,6 +3363,8 @@ def token_story(text):
 # ---------------------------------------------------------------------------------------------------
 
 KEPT_FILTERS = 8   # --only filters kept for the next questions (about 9 bytes a chunk each)
+ONLY_MAX_TERMS = 20     # --only terms a question is asked within, at most
+ONLY_MAX_CHARS = 500    # characters of one term, at most (a glob of many * takes long to match)
 ONLY = "/only"     # typed at the prompt with --only terms, the questions after it are asked within them
 
 
@@ -3359,12 +3372,16 @@ def only_rules(terms):
     """Return (the globs that keep, those that leave out, as glob_rule gives them; the kinds of file; the
     earliest and latest time of last change) of --only terms; a RagError says what is wrong with one."""
     keep, leave, kinds, since, before = [], [], set(), -math.inf, math.inf
+    if len(terms) > ONLY_MAX_TERMS:
+        raise RagError(f"--only: at most {ONLY_MAX_TERMS} terms, not {len(terms)} (ONLY_MAX_TERMS in rag.py)", 2)
     for term in terms:
+        if len(term) > ONLY_MAX_CHARS:
+            raise RagError(f"--only '{term_shown(term)}': a term of at most {ONLY_MAX_CHARS} characters", 2)
         name, colon, value = term.partition(":")
         if colon and name.lower() == "kind":
             kinds.update("." + kind.strip(". ").lower() for kind in value.split(","))
             if not kinds <= set(READERS):
-                raise RagError(f"--only {term!r}: rag.py reads the kinds " + ", ".join(sorted(s[1:] for s in READERS)), 2)
+                raise RagError(f"--only '{term_shown(term)}': rag.py reads the kinds " + ", ".join(sorted(s[1:] for s in READERS)), 2)
         elif colon and name.lower() in ("since", "before"):
             moment = day_start(value.strip(), term)
             since, before = (max(since, moment), before) if name.lower() == "since" else (since, min(before, moment))
@@ -3373,6 +3390,11 @@ def only_rules(terms):
         else:
             keep.append(glob_rule(term, term))
     return keep, leave, kinds, since, before
+
+
+def term_shown(term):
+    """Return a term as messages show it: its first 60 characters, control characters written out."""
+    return printable(term[:60]) + ("..." if len(term) > 60 else "")
 
 
 def is_within(rules, source, changed):
@@ -3394,7 +3416,7 @@ def glob_rule(glob, term):
     glob = glob.strip().replace("\\", "/")
     anchored, glob = "/" in glob.rstrip("/"), glob.strip("/")
     if not glob:
-        raise RagError(f"--only {term!r}: expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
+        raise RagError(f"--only '{term_shown(term)}': expected a glob such as 'hr/**' or '*.pdf', or since:2026-01-01", 2)
     if not re.search(r"[*?]", glob):  # a name or path without wildcards ("hr", "/hr/2026"): found as it is
         return anchored, "/" + "/".join(part for part in glob.lower().split("/") if part) + "/"
     parts = [None if part == "**" else part_pattern(part) for part in glob.split("/") if part]
@@ -3445,7 +3467,7 @@ def day_start(value, term):
         day = datetime.date(int(parts[1]), int(parts[2] or 1), int(parts[3] or 1))
         return time.mktime(day.timetuple())
     except (TypeError, ValueError, OverflowError):  # TypeError: no match
-        raise RagError(f"--only {term!r}: expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d", 2) from None
+        raise RagError(f"--only '{term_shown(term)}': expected a date as 2026, 2026-03 or 2026-03-31, or days back as 30d", 2) from None
 
 
 def chunks_within(index, only):
@@ -3467,7 +3489,7 @@ def chunks_within(index, only):
                     runs.append((first, last + 1))
         if not runs:
             names = f" (their names look like {files[0][0]!r})" if files else ""
-            raise RagError(f"no document is within --only {' '.join(only)}{names}: --list shows them all", 2)
+            raise RagError(f"no document is within --only {' '.join(map(term_shown, only))}{names}: --list shows them all", 2)
         within = Within(only, mask, runs, *lengths_within(index, mask), files=(kept, len(files)))
         within = replace(within, narrow=partial(postings_within, within=within))
         with index.lock:  # (the page's threads ask at once)
@@ -3540,7 +3562,7 @@ def add_only_options(parser):
                              "30d: days back)")
 
 
-OPTIONS["only"] = {"add": add_only_options}
+OPTIONS["only"] = {"add": add_only_options, "check": lambda args: only_rules(args.only or ())}  # (all the terms)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -3600,8 +3622,9 @@ def print_files(records, as_json):
         last = record.get("pages") or record.get("lines")
         kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "line" if last == 1 else "lines"
         got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
-        print(textwrap.fill(f"{record['source']:<{width}}  changed {day}  read {read:<16}  {got}"
-                            + (": " if got and record["note"] else "") + record["note"], COLUMNS, subsequent_indent="    "))
+        print(textwrap.fill(f"{printable(record['source']):<{width}}  changed {day}  read {read:<16}  {got}"
+                            + (": " if got and record["note"] else "") + printable(record["note"]), COLUMNS,
+                            subsequent_indent="    "))
     empty = sum(not record["chunks"] for record in records)
     print(f"{len(records)} file{'s' * (len(records) != 1)}, {len(records) - empty} with text"
           + (f", {empty} without (why: above)" if empty else ""))
@@ -3633,7 +3656,7 @@ def document_text(document):
             parts.append("\f" * max(paragraph.page - 1, 0))
         else:
             parts.append("\n\n" if paragraph.page == page else "\n" + "\f" * (paragraph.page - page))
-        parts.append(paragraph.text)
+        parts.append(printable(paragraph.text, lines=True))
         page = paragraph.page
     return "".join(parts) + ("\n\f" if page else "")
 
@@ -3760,10 +3783,10 @@ INDEX_EXTRAS["copies"] = {"schema": COPY_SCHEMA, "fact": copy_fact, "added": add
 
 def hits_with_copies(index, ranking_at, k):
     """Return the hits of the k best chunks of the ranking, a chunk whose text a hit above it holds being
-    one of its copies instead of a hit: the ranking is asked as deep as the index has chunks a text, and
-    deeper as the copies found suggest (twice as deep: each time costs a look at every chunk found). A hit
-    names its first COPIES_LISTED copies and counts the others."""
-    depth = math.ceil(k * copies_a_text(index))
+    one of its copies instead of a hit: the ranking is asked as deep as the index has chunks a text (and a
+    tenth more), and deeper as the copies found suggest (twice as deep: each time costs a look at every
+    chunk found). A hit names its first COPIES_LISTED copies and counts the others."""
+    depth = math.ceil(k * copies_a_text(index) * 1.1)
     while True:
         ranking = ranking_at(depth)
         kept, copies = fold_copies(ranking, *texts_of(index, [number for number, _ in ranking]))
@@ -3774,7 +3797,7 @@ def hits_with_copies(index, ranking_at, k):
     chunks = index.chunks_numbered([number for number, _ in kept])
     listed = iter(places_of(index, [number for numbers in copies for number in numbers[:COPIES_LISTED]]))
     return [Hit(rank, score, chunk, number, tuple(itertools.islice(listed, min(len(others), COPIES_LISTED))),
-                max(len(others) - COPIES_LISTED, 0))
+                max(len(others) - COPIES_LISTED, 0)) if others else Hit(rank, score, chunk, number)
             for rank, ((number, score), chunk, others) in enumerate(zip(kept, chunks, copies), 1)]
 
 
@@ -4173,10 +4196,16 @@ WORKER_TALLY = None
 
 
 def worker_started(tally):
-    """Set up a worker process as it starts: keep the shared tally, and no cycle collector (see update_index)."""
+    """Set up a worker process as it starts: keep the shared tally, no cycle collector (see update_index),
+    and end with the process that started it, however that ends (killed, say)."""
+    import multiprocessing
+    import threading
     global WORKER_TALLY
     WORKER_TALLY = tally
     gc.disable()
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=lambda: (parent.join(), os._exit(1)), daemon=True).start()
 
 
 def make_part_in_worker(files, most_bytes):
@@ -6785,7 +6814,7 @@ RELOAD_SECONDS = 2.0   # stat the --docs files at most this often (a stat a file
 MODEL_CALLS = 1        # answers generated at a time (a local model answers one at a time anyway)
 MAX_BODY_BYTES = 64 * 1024    # of a request: a question and its history
 MAX_QUESTION_CHARS = 2000     # about a page
-MAX_TERMS = 20         # --only terms a request may give (the documents a question is asked of)
+MAX_TERMS = ONLY_MAX_TERMS  # --only terms a request may give (the documents a question is asked of)
 MAX_LISTED = 500       # files of one folder listed at once (the page's documents)
 MAX_HEADER_BYTES = 16 * 1024  # request line, and all headers (a browser sends about 1 KB)
 MAX_CONNECTIONS = 64   # open at a time; when full, the one idle longest is closed (503 when none is idle)
@@ -7024,7 +7053,7 @@ def read_json(handler):
         raise RagError(f"at most {MAX_BODY_BYTES} bytes", status=413)
     try:
         value = json.loads(handler.rfile.read(int(length)))
-    except ValueError:
+    except (ValueError, RecursionError):  # (a body nested thousands deep)
         value = None
     if not isinstance(value, dict):
         raise RagError("the body must be a JSON object", status=400)
@@ -7033,7 +7062,8 @@ def read_json(handler):
 
 def only_of(terms, snapshot):
     """Return the --only terms of a request (a list of strings), checked against the documents."""
-    if not isinstance(terms, list) or len(terms) > MAX_TERMS or not all(isinstance(term, str) and len(term) <= 500 for term in terms):
+    if not isinstance(terms, list) or len(terms) > MAX_TERMS or not all(isinstance(term, str) and len(term) <= ONLY_MAX_CHARS
+                                                                         for term in terms):
         raise RagError(f"only: a list of at most {MAX_TERMS} terms, such as \"/hr\" or \"*.pdf\"", status=400)
     only = tuple(term.strip() for term in terms if term.strip())
     try:
@@ -7336,6 +7366,9 @@ def handle(handler, site):
         send(handler, e.status or 500, str(e) if e.status else "rag.py failed: " + for_page(str(e)))
     except (ClientGone, OSError):  # OSError: a reset, a broken pipe, a client silent for IDLE_SECONDS
         handler.status, handler.close_connection = 499, True  # 499: the client closed the connection, as nginx logs it
+    except Exception as e:  # a fault of rag.py's: one line in the log, an answer, and the next request is served
+        warn(f"{path}: {type(e).__name__}: {e}"[:300])
+        send(handler, 500, "rag.py failed (its log says why)")
     finally:
         timing = "".join(f", {name} {seconds * 1000:.1f} ms" for name, seconds in handler.timing.items())
         shown = f"{path} {query!r}" if site.log_questions else path
@@ -7888,8 +7921,8 @@ function inline(node, text, head) {
     else if (bold || bold2) node.append(inline(el('strong'), bold || bold2, head));
     else if (italic || italic2) node.append(before ?? before2, inline(el('em'), italic || italic2, head));
     else for (const item of cited.split(',')) {
-      const [first, last = first] = item.split(/[-–]/).map(Number);
-      for (let n = Math.min(first, last); n <= Math.min(Math.max(first, last), first + 20); n++)
+      const [first, last = first] = item.split(/[-–]/).map((number) => Number(number.trim().slice(-10)));
+      for (let n = Math.min(first, last), end = Math.min(Math.max(first, last), Math.min(first, last) + 20); n <= end; n++)
         node.append(head.hits[n - 1] ? link(String(n), head, n - 1) : el('span', 'cite bad', `[${n}]`));
     }
     at = match.index + match[0].length;
