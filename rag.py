@@ -63,8 +63,7 @@ DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
-INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part): a run that is stopped keeps the parts
-                              # committed. Bigger parts write fewer rows, and take more memory (README, "Limits")
+INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part: kept if the run stops; README, "Limits")
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
 CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
@@ -100,8 +99,7 @@ CONTEXT_TOKENS = 8192    # most prompt + answer tokens sent (num_ctx: the prompt
 MIN_NUM_CTX = 2048       # never ask for a smaller window than Ollama's own smallest default
 NUM_CTX_STEP = 1024      # num_ctx is rounded up to a multiple of this, so similar prompts reuse a loaded model
 ANSWER_TOKENS = 512      # room kept for the answer (num_predict)
-REPEAT_PENALTY = 1.1     # a token said in the last 64 is less likely again (Ollama's default; llama-server's 1.0
-                         # is off, and small models loop more: README)
+REPEAT_PENALTY = 1.1     # a token said in the last 64 is less likely again (Ollama's default; 1.0, off, loops more)
 REPEATS = 3              # a sentence or line said this often stops the answer: small models loop to the token limit
 CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
@@ -115,11 +113,9 @@ EMBED_MODEL = "nomic-embed-text"  # 137M parameters, 768 numbers a vector, 2048-
 EMBED_BATCH = 32       # chunks per /api/embed request (measured: README, "The embedding cache")
 HYBRID_WEIGHT = 0.6    # share of lexical relevance in the hybrid score, the rest is cosine (measured, README)
 SENTENCE_CHARS = 1000  # of a sentence embedded to choose what the model reads: ~250 tokens, within any model's window
-FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words (of every chunk
-                       # when words find fewer); --explain ranks as deep
+FUSION_DEPTH = 100     # hybrid weighs the cosines of the max(k, this) best chunks by words; --explain ranks as deep
 MAX_CACHED_QUESTIONS = 10000  # question vectors kept in the cache: the ones asked last
-SHORTLIST = 1500       # embedding search compares the question with this many chunks at most, those whose
-                       # vectors' signs agree with its own most (README, "Limits")
+SHORTLIST = 1500       # embedding search compares the question with the chunks whose signs agree most, this many
 
 COLUMNS = 100          # width of --search, --explain and --eval listings
 EXCERPT_CHARS = 300    # characters of a passage shown under each hit of --search
@@ -1102,10 +1098,6 @@ class Index:
             scores = summed(postings, len(self.norms))
             self.scored = (tuple(weights.items()), within, scores)  # (in one step: the page's threads read it)
         return best_of(scores, k)
-
-    def chunk(self, number):
-        """Return the chunk numbered so."""
-        return self.chunks_numbered([number])[0]
 
     def chunks_numbered(self, numbers, keep=True):
         """Return the chunks of these numbers, read in one go (and kept, unless told not to: the same hits
@@ -3088,9 +3080,8 @@ def positive_seconds(text):
 
 
 def build_index(config, progress=None, empty=False):
-    """Return the index of the documents, brought up to date: in the cache folder, or in memory. progress,
-    if given, is told how far the reading of new and changed files has come (see update_index). One with
-    no text is a RagError, unless empty says it will do (--list shows why)."""
+    """Return the index of the documents, up to date, in the cache folder or in memory (progress: as
+    update_index's). One with no text is a RagError, unless empty says it will do (--list shows why)."""
     others = []
     files = find_files(config.docs, others)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
@@ -3185,8 +3176,7 @@ def way_of(args):
 
 def run_question(index, question, config, embeddings, args, earlier=()):
     """Search, explain or answer one question, which may follow up on the earlier turns, and print what
-    came of it; return the answer (its mode is the next question's: hybrid mode searches by words once a
-    question could not be embedded)."""
+    came of it; return the answer (its mode is the next one's: hybrid searches by words once it failed)."""
     way = way_of(args)
     if way:  # (--explain)
         return way(index, question, config, embeddings, args, earlier)
@@ -7163,7 +7153,7 @@ def route_passage(handler, site, params):
     at = bisect.bisect_left(numbers, int(number)) if number.isdigit() and len(number) < 10 else len(numbers)
     if at == len(numbers) or numbers[at] != int(number):
         raise RagError("no such passage", status=404)
-    chunk = snapshot.index.chunk(int(number))
+    chunk, = snapshot.index.chunks_numbered([int(number)])
     send(handler, 200, dict(json.loads("{" + chunk_json(chunk) + "}"), number=int(number), place=place(chunk),
                             marks=marked(chunk.text, params.get("q", [""])[-1][:MAX_QUESTION_CHARS])))
 

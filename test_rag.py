@@ -3524,7 +3524,7 @@ class CopiesTest(TempFolder):
     def test_exact_copies_other_formats_cut_elsewhere_and_near_copies_give_the_hits_words_gave(self):
         index = rag.Index()
         rag.update_index(index, rag.find_files([self.folder_of_copies()]))
-        held = {rag.where(index.chunk(number)) for number, copies in
+        held = {rag.where(index.chunks_numbered([number])[0]) for number, copies in
                 [hit for question in self.QUESTIONS for hit in hits_by_words(index, question, 20)] for number in copies}
         self.assertIn("mirror/handbook.txt:40-49", held)  # an exact copy
         self.assertTrue({"expenses.docx:1-9", "expenses.docx:11-15"} & held)  # cut elsewhere, held by the PDF
@@ -3555,7 +3555,7 @@ class CopiesTest(TempFolder):
                 fresh = rag.Index()
                 rag.update_index(fresh, rag.find_files([docs]))
                 for question in self.QUESTIONS[:4]:
-                    places = lambda ix: [(rag.where(ix.chunk(n)), copies, more) for n, copies, more in self.hits(ix, question, 5)]  # noqa: E731
+                    places = lambda ix: [(rag.where(ix.chunks_numbered([n])[0]), copies, more) for n, copies, more in self.hits(ix, question, 5)]  # noqa: E731
                     self.assertEqual(places(index), places(fresh))
                     self.assertEqual(self.hits(index, question, 5), self.expected(index, question, 5))
 
@@ -5572,7 +5572,7 @@ class PageLiveIndexTest(unittest.TestCase):
         self.assertEqual(live.current().generation, 2)  # the old beta chunk's vector is gone from the cache
         fake.requests.clear()
         hits = rag.hybrid_ranking(under_way.index, rag.make_query("beta code"), 2, under_way.embeddings)
-        self.assertEqual(under_way.index.chunk(hits[0][0]).text, "Beta notes: the beta code is 222.")
+        self.assertEqual(under_way.index.chunks_numbered([hits[0][0]])[0].text, "Beta notes: the beta code is 222.")
         self.assertIn(["search_document: Beta notes: the beta code is 222."], [body["input"] for _, body in fake.requests])
 
     def test_checks_wait_reload_seconds(self):
