@@ -65,7 +65,7 @@ MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part: kept if the run stops; README, "Limits")
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
-CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (12 bytes each)
+CACHED_POSTINGS = 2_000_000  # the BM25 weights kept for the next questions, at most (in lists: 40 bytes each)
 CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
@@ -1068,8 +1068,7 @@ class Index:
             if within is not None:
                 (numbers, counts), size, norms = within.narrow(numbers, counts), within.size, within.norms
             idf = bm25_idf(size, len(numbers))
-            found = (numbers, array("d", [idf * (n * (BM25_K1 + 1) / (n + norms[number]))
-                                          for number, n in zip(numbers, counts)]))
+            found = (numbers, [idf * (n * (BM25_K1 + 1) / (n + norms[number])) for number, n in zip(numbers, counts)])
             with self.lock:  # (the page's threads ask at once)
                 self.weights[key], self.kept = found, self.kept + len(numbers)
                 while self.kept > CACHED_POSTINGS and len(self.weights) > 1:  # the oldest go first
@@ -1132,20 +1131,23 @@ class Index:
 
 
 def summed(postings, size):
-    """Return the score of each chunk found: the sum of its weights in the postings [(numbers, weights,
-    boost)], each times its boost. In a dict of the chunks found when the postings are fewer than the
-    chunks (a short question), else in a list by chunk number, 0.0 for those not found (a long one: a
-    dict costs more a posting, a list a look at every chunk)."""
+    """Return each chunk's score, the sum of its weights in the postings [(numbers, weights, boost)] times
+    their boosts: in a dict of the chunks found when the postings are fewer than the chunks, else in a list
+    by chunk number, 0.0 for those not found (a dict costs more a posting, a list a look at every chunk)."""
     if sum(len(numbers) for numbers, _, _ in postings) > size:
         scores = [0.0] * size
         for numbers, weights, boost in postings:
-            for number, weight in zip(numbers, weights if boost == 1.0 else map(boost.__mul__, weights)):
-                scores[number] += weight
+            if boost == 1.0:  # (a question's own token: no multiplication to pay)
+                for number, weight in zip(numbers, weights):
+                    scores[number] += weight
+            else:
+                for number, weight in zip(numbers, weights):
+                    scores[number] += boost * weight
         return scores
     scores = {}
     get = scores.get
     for numbers, weights, boost in postings:
-        for number, weight in zip(numbers, weights if boost == 1.0 else map(boost.__mul__, weights)):
+        for number, weight in zip(numbers, weights if boost == 1.0 else [boost * weight for weight in weights]):
             scores[number] = get(number, 0.0) + weight
     return scores
 
@@ -3811,12 +3813,17 @@ def copies_a_text(index):
 
 def texts_of(index, numbers):
     """Return ({chunk number: its text} of the chunks numbered whose text has copies, {text: the texts that
-    hold it}), read from the index as questions ask for them and kept (up to 4 x CACHED_CHUNKS numbers)."""
+    hold it}): read from the index at once where copies are few, else as questions ask for them and kept
+    (up to 4 x CACHED_CHUNKS numbers)."""
     known, holders = index.memo.get("copy texts", (None, None))
-    if known is None or len(known) > 4 * CACHED_CHUNKS:
+    if known is None or len(known) > 4 * CACHED_CHUNKS and copies_a_text(index) >= 1.5:
         known, holders = {}, {}
         for held, holder in index.rows("SELECT held, holder FROM copy_holders"):
             holders.setdefault(held, []).append(holder)
+        if copies_a_text(index) < 1.5:  # a few copies: every chunk's text is known at once, as None when unshared
+            known = dict.fromkeys(range(len(index.norms)))
+            known.update(index.rows("SELECT number, copy_chunks.text FROM copy_chunks JOIN copy_texts ON "
+                                    "copy_texts.text = copy_chunks.text WHERE shared"))
     missing = [number for number in numbers if number not in known]
     if missing:
         with index.lock:  # (the page's threads ask at once)
@@ -4207,6 +4214,36 @@ def count_in_worker(pages, size):
     """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
     with WORKER_TALLY.get_lock():  # (the other workers add to it too)
         WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: what one file may give. A small file can unfold into gigabytes of text: a cell repeated a
+# million times, a shared string used by every cell, a chapter named again and again. A reader that makes
+# text from the parts of a file counts it out of a TextBudget, and stops at TEXT_MAX_CHARS or
+# READ_MAX_SECONDS: what it read is kept, and one line says what was left out and how to read more.
+# ---------------------------------------------------------------------------------------------------
+
+TEXT_MAX_CHARS = 32 * 2**20  # characters of text one file may give, some 15,000 pages (a plain text file is
+                             # read whole: MAX_FILE_BYTES bounds it)
+READ_MAX_SECONDS = 20.0      # seconds one office file or e-book may take to read (a PDF: PDF_MAX_SECONDS)
+
+
+class TextBudget:
+    """What is left of the text and the time one file may take, spent as its reader makes text."""
+
+    def __init__(self, path):
+        self.path, self.left, self.until = path, TEXT_MAX_CHARS, time.monotonic() + READ_MAX_SECONDS
+
+    def spend(self, chars, rest):
+        """Return True when chars more characters fit what is left (they are taken), else say in one line
+        that rest (of the file) is left out, and return False."""
+        self.left -= chars
+        if self.left >= 0 and time.monotonic() < self.until:
+            return True
+        limit = (f"more than {TEXT_MAX_CHARS:,} characters of text (TEXT_MAX_CHARS" if self.left < 0 else
+                 f"longer than {READ_MAX_SECONDS:g} s to read (READ_MAX_SECONDS")
+        warn(f"{self.path}: {rest} is left out: the file gives {limit} in rag.py; a hostile file?)")
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -6012,10 +6049,14 @@ def pdf_pages(data, path):
         raise RagError("not a PDF (no %PDF- header)")
     try:
         pdf = PdfFile(data)
-        texts, scans, broken, pages = [], [], [], page_list(pdf)
+        texts, scans, broken, skipped, pages, budget = [], [], [], [], page_list(pdf), TextBudget(path)
+        budget.until = math.inf  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
             drawn = {"spans": [], "images": 0}
+            if skipped and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):  # the file's budget is spent
+                skipped.append((number, ""))
+                continue
             try:
                 refs = page.get("Contents")
                 contents = pdf.get(refs)
@@ -6028,21 +6069,38 @@ def pdf_pages(data, path):
                 draw_annotations(pdf, page, drawn)
             except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
                 broken.append(number)  # the text before the damage is kept
+            except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
+                skipped.append((number, str(e)))
+                drawn["spans"] = []
             texts.append(page_layout(drawn["spans"]))
+            if not budget.spend(len(texts[-1]), f"p. {number} on"):
+                texts[-1] = ""
+                break
             scans += [number] if drawn["images"] and not texts[-1] else []
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error, OverflowError) as e:
         raise RagError(f"a damaged PDF ({type(e).__name__}: {e}); repair it: qpdf in.pdf out.pdf") from None
     unmapped = sorted({font.name for font in pdf.fonts.values() if font and unmapped_share(font) > 0.1})
     if not texts:
         raise RagError("no pages found (a damaged PDF?); repair it: qpdf in.pdf out.pdf")
+    if skipped and not any(texts):
+        raise RagError(skipped[0][1])
     if not any(texts) and unmapped:
         raise RagError(f"its fonts ({', '.join(unmapped)}) have no Unicode map: OCR it to get its text")
     if not any(texts):
         raise RagError("no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf")
-    problems = missing_text(scans, broken, unmapped)
+    problems = missing_text(scans, broken, unmapped) + skipped_pages(skipped)
     if problems:
         warn(f"{path}: " + "; ".join(problems))
     return texts
+
+
+def skipped_pages(skipped):
+    """Return what was said of the pages skipped [(number, why)]: each reason with its pages (the pages
+    after the file's budget was spent have none: they are said with the reason that spent it)."""
+    reasons = {}
+    for number, why in skipped:
+        reasons.setdefault(why or next(reason for _, reason in skipped if reason), []).append(number)
+    return [f"p. {page_ranges(numbers)} skipped: {why}" for why, numbers in reasons.items()]
 
 
 def missing_text(scans, broken, unmapped):
@@ -6566,11 +6624,12 @@ def read_xlsx(data, path):
     linked = relationships(part, "xl/workbook.xml")
     shared, dates = [], set()
     for kind, name in linked.values():
-        root = part(name, required=False) if kind in ("sharedStrings", "styles") else None
-        if root is not None and kind == "sharedStrings":
-            shared = [rich_text(item) for item in root.iter(S + "si")]
-        elif root is not None:
-            dates = xlsx_date_styles(root)
+        if kind == "sharedStrings":  # (read as a stream: a tree of millions of strings takes gigabytes)
+            strings = part(name, required=False, stream=True)
+            shared = list(itertools.islice(map(rich_text, stream_xml(strings, name, S + "si")), SHEET_MAX_CELLS)) \
+                if strings is not None else []
+        elif kind == "styles" and part(name, required=False) is not None:
+            dates = xlsx_date_styles(part(name))
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
@@ -6670,10 +6729,13 @@ def sheet_pages(sheets, path):
     Example: ("Rates", [{0: "Country", 1: "Per diem"}, {0: "Japan", 1: "EUR 70"}])
              -> "# Rates\\n\\nCountry | Per diem\\n\\nCountry: Japan | Per diem: EUR 70"
     """
-    pages, cells = [], 0
+    pages, cells, budget = [], 0, TextBudget(path)
     for name, rows in sheets:
         lines, header = [], None
         for row in rows:
+            if not budget.spend(sum(map(len, row.values())) + sum(map(len, (header or {}).values())),
+                                f"sheet {' '.join(name.split())!r} from row {len(lines) + 1} on, and any sheet after it,"):
+                return pages + ["\n\n".join([f"# {' '.join(name.split())}"] * bool(name.strip()) + lines)]
             cells += len(row)
             if cells > SHEET_MAX_CELLS:  # (a bomb, or a table too big to search whole)
                 warn(f"{path}: only its first {SHEET_MAX_CELLS:,} cells are read, the most rag.py reads of a workbook "
@@ -6751,14 +6813,25 @@ def read_epub(data, path):
     encryption = part("META-INF/encryption.xml", required=False)
     locked = {unquote(ref.get("URI", "")) for ref in encryption.iter(XMLENC + "CipherReference")} \
         if encryption is not None else set()
-    pages = []
+    pages, read, missing, budget = [], set(), [], TextBudget(path)
     for reference in opf.iter(OPF + "itemref"):
         item = items.get(reference.get("idref"))
         if item is not None and item.get("media-type") in ("application/xhtml+xml", "text/html"):
             name = posixpath.normpath(posixpath.join(folder, unquote(item.get("href", "")).split("#")[0]))
             if name in locked:  # fonts may be obfuscated; an encrypted chapter is DRM
                 raise RagError("the chapters are encrypted (DRM); only an unprotected copy can be read")
-            pages.append(xml_text(part(name, raw=True)))
+            if name in read:  # (a spine may name a chapter again: it is read once)
+                continue
+            read.add(name)
+            chapter = part(name, raw=True, required=False)
+            if chapter is None:
+                missing.append(name)
+            elif budget.spend(len(chapter), f"chapter {len(pages) + 1} on"):
+                pages.append(xml_text(chapter))
+            else:
+                break
+    if missing:
+        warn(f"{path}: its spine names chapters it does not hold ({', '.join(missing[:3])}); the others are read")
     return pages
 
 
