@@ -4225,22 +4225,26 @@ def count_in_worker(pages, size):
 
 TEXT_MAX_CHARS = 32 * 2**20  # characters of text one file may give, some 15,000 pages (a plain text file is
                              # read whole: MAX_FILE_BYTES bounds it)
+TEXT_MAX_PIECES = 200_000    # rows, pages or chapters one file may give: each is a paragraph, ~1 KB in memory
 READ_MAX_SECONDS = 20.0      # seconds one office file or e-book may take to read (a PDF: PDF_MAX_SECONDS)
+SHARED_MAX_STRINGS = 500_000 # a workbook's shared strings (each an object whether a cell uses it or not)
 
 
 class TextBudget:
     """What is left of the text and the time one file may take, spent as its reader makes text."""
 
     def __init__(self, path):
-        self.path, self.left, self.until = path, TEXT_MAX_CHARS, time.monotonic() + READ_MAX_SECONDS
+        self.path, self.left, self.pieces = path, TEXT_MAX_CHARS, TEXT_MAX_PIECES
+        self.until = time.monotonic() + READ_MAX_SECONDS
 
     def spend(self, chars, rest):
-        """Return True when chars more characters fit what is left (they are taken), else say in one line
-        that rest (of the file) is left out, and return False."""
-        self.left -= chars
-        if self.left >= 0 and time.monotonic() < self.until:
+        """Return True when one more piece of chars characters fits what is left (it is taken), else say in
+        one line that rest (of the file) is left out, and return False."""
+        self.left, self.pieces = self.left - chars, self.pieces - 1
+        if self.left >= 0 and self.pieces >= 0 and time.monotonic() < self.until:
             return True
         limit = (f"more than {TEXT_MAX_CHARS:,} characters of text (TEXT_MAX_CHARS" if self.left < 0 else
+                 f"more than {TEXT_MAX_PIECES:,} rows, pages or chapters (TEXT_MAX_PIECES" if self.pieces < 0 else
                  f"longer than {READ_MAX_SECONDS:g} s to read (READ_MAX_SECONDS")
         warn(f"{self.path}: {rest} is left out: the file gives {limit} in rag.py; a hostile file?)")
         return False
@@ -6626,8 +6630,12 @@ def read_xlsx(data, path):
     for kind, name in linked.values():
         if kind == "sharedStrings":  # (read as a stream: a tree of millions of strings takes gigabytes)
             strings = part(name, required=False, stream=True)
-            shared = list(itertools.islice(map(rich_text, stream_xml(strings, name, S + "si")), SHEET_MAX_CELLS)) \
+            shared = list(itertools.islice(map(rich_text, stream_xml(strings, name, S + "si")), SHARED_MAX_STRINGS + 1)) \
                 if strings is not None else []
+            if len(shared) > SHARED_MAX_STRINGS:
+                warn(f"{path}: only its first {SHARED_MAX_STRINGS:,} shared strings are read (SHARED_MAX_STRINGS in "
+                     "rag.py): the cells that use later ones are left empty")
+                shared = shared[:SHARED_MAX_STRINGS]
         elif kind == "styles" and part(name, required=False) is not None:
             dates = xlsx_date_styles(part(name))
     properties = book.find(S + "workbookPr")

@@ -4935,6 +4935,73 @@ def epub(spine='<itemref idref="c1"/><itemref idref="pic"/><itemref idref="nothi
     return zipped(parts)
 
 
+class HostileFileTest(unittest.TestCase):
+    """Small files that unfold into gigabytes, or break one part of themselves (issue 34): each is read up
+    to a limit, with one line that names it, and what came before is kept; a bad part is skipped alone."""
+
+    def read(self, suffix, data):
+        """Return (the paragraphs rag.py reads of a file, what reading it said)."""
+        with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as f:
+            f.write(data)
+        self.addCleanup(os.remove, f.name)
+        paragraphs, said, _ = rag.read_file(rag.File(f.name, "f" + suffix, rag.READERS[suffix], "1 0 0"))
+        return paragraphs, said
+
+    def test_a_cell_repeated_a_million_times_is_read_up_to_the_text_a_file_may_give(self):
+        """One 10 KB cell repeated 1,000 x 1,000 (a 500-byte ODS) made 10 GB of text; here 100 bytes."""
+        cell = "word " * 20  # (a row of 1,000 is 100 KB)
+        book = odf("spreadsheet", '<table:table table:name="T"><table:table-row table:number-rows-repeated="1000">'
+                                  f'<table:table-cell table:number-columns-repeated="1000"><text:p>{cell}</text:p>'
+                                  "</table:table-cell></table:table-row></table:table>")
+        with mock.patch.object(rag, "TEXT_MAX_CHARS", 2 * 2**20):
+            paragraphs, said = self.read(".ods", book)
+        self.assertLessEqual(sum(len(p.text) for p in paragraphs), 2 * 2**20)
+        self.assertGreater(len(paragraphs), 5)  # the rows before the limit are kept (each counts its header too)
+        self.assertEqual(len(said), 1)
+        self.assertIn("sheet 'T' from row", said[0])
+        self.assertIn("more than 2,097,152 characters of text (TEXT_MAX_CHARS in rag.py; a hostile file?)", said[0])
+
+    def test_rows_past_the_pieces_a_file_may_give_are_left_out_and_said(self):
+        rows = "".join(f'<row r="{r}"><c t="s"><v>{r % 3}</v></c></row>' for r in range(1, 201))
+        book = xlsx([("S", "worksheet", "worksheets/sheet1.xml", rows)], "<si><t>a</t></si><si><t>b</t></si><si><t>c</t></si>")
+        with mock.patch.object(rag, "TEXT_MAX_PIECES", 50), mock.patch.object(rag, "SHARED_MAX_STRINGS", 2):
+            paragraphs, said = self.read(".xlsx", book)
+        self.assertEqual(len(paragraphs), 1 + 50)  # the sheet's heading and its first 50 rows
+        self.assertEqual([p.text for p in paragraphs[1:3]], ["b", "b: a"])  # (row 2's "c" is left out: it is empty)
+        self.assertEqual(len(said), 2)
+        self.assertIn("only its first 2 shared strings are read (SHARED_MAX_STRINGS", said[0])  # "c" is left empty
+        self.assertIn("sheet 'S' from row 51 on, and any sheet after it, is left out: the file gives more than 50 rows, "
+                      "pages or chapters (TEXT_MAX_PIECES in rag.py", said[1])
+
+    def test_a_chapter_named_again_is_read_once_and_one_missing_is_skipped_alone(self):
+        """A spine that names one chapter 100,000 times (a 6 KB file) made 301 MB of text."""
+        book = epub('<itemref idref="c1"/>' * 1000 + '<itemref idref="gone"/><itemref idref="c2"/>',
+                    {"OEBPS/book.opf": '<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><manifest>'
+                                       '<item id="c2" href="Text/chapter%202.xhtml" media-type="application/xhtml+xml"/>'
+                                       '<item id="gone" href="Text/gone.xhtml" media-type="application/xhtml+xml"/>'
+                                       '<item id="c1" href="Text/one.xhtml" media-type="application/xhtml+xml"/>'
+                                       "</manifest><spine>" + '<itemref idref="c1"/>' * 1000
+                                       + '<itemref idref="gone"/><itemref idref="c2"/></spine></package>'})
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(rag.read_epub(book, "b.epub"), [CHAPTER_1, CHAPTER_2])
+        self.assertEqual(err.getvalue(), "rag.py: warning: b.epub: its spine names chapters it does not hold "
+                                         "(OEBPS/Text/gone.xhtml); the others are read\n")
+
+    def test_a_pdf_page_over_a_limit_is_skipped_alone(self):
+        """A second page of 300,000 pieces of text, or a TJ array nested 200 deep, lost the good first page."""
+        good = b"BT /F1 11 Tf 72 700 Td (Travel claims are paid within ten days.) Tj ET"
+        for bad, why in [(b"BT /F1 1 Tf " + b"(a) Tj 1 0 Td " * 300 + b"ET", "more than 200 pieces of text on a page"),
+                         (b"BT /F1 11 Tf 72 700 Td " + b"[" * 200 + b"(x)" + b"]" * 200 + b" TJ ET", "nested deeper than 32")]:
+            with self.subTest(why=why), mock.patch.object(rag, "PDF_MAX_SPANS", 200):
+                objects = [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R 6 0 R]/Count 2>>",
+                           b"<</Type/Page/Resources<</Font<</F1 4 0 R>>>>/Contents 5 0 R>>", COURIER, stream(b"", good),
+                           b"<</Type/Page/Resources<</Font<</F1 4 0 R>>>>/Contents 7 0 R>>", stream(b"", bad)]
+                paragraphs, said = self.read(".pdf", write_pdf(objects))
+                self.assertEqual([(p.page, p.text) for p in paragraphs], [(1, "Travel claims are paid within ten days.")])
+                self.assertEqual(len(said), 1)
+                self.assertRegex(said[0], rf"\.pdf: p\. 2 skipped: .*{why}")
+
+
 class EpubTest(unittest.TestCase):
 
     def test_chapters_in_spine_order_as_xhtml(self):

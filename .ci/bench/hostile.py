@@ -122,7 +122,7 @@ def hostile_files():
     yield "ods-many-cells-a-row.ods", ods('<table:table table:name="T"><table:table-row table:number-rows-repeated="1000">'
                                          + f'<table:table-cell table:number-columns-repeated="1000"><text:p>{big_cell}'
                                          "</text:p></table:table-cell>" * 16 + "</table:table-row></table:table>")
-    yield "xlsx-one-shared-string.xlsx", xlsx("".join(f'<row r="{r}">' + "".join(f'<c t="s"><v>0</v></c>' for _ in range(20))
+    yield "xlsx-one-shared-string.xlsx", xlsx("".join(f'<row r="{r}">' + "".join('<c t="s"><v>0</v></c>' for _ in range(20))
                                                       + "</row>" for r in range(1, 1001)), f"<si><t>{big_cell}</t></si>")
     yield "xlsx-many-shared-strings.xlsx", xlsx('<row r="1"><c t="s"><v>1</v></c></row>',
                                                 "".join(f"<si><t>s{n}</t></si>" for n in range(3500000)))
@@ -192,10 +192,12 @@ def main():
             lines = err.strip().splitlines()
             peak = int(lines.pop()) / 1024 if lines and lines[-1].isdigit() else float("nan")
             found = "yes" if "handbook.txt" in out else "NO"
-            listed = subprocess.run([sys.executable, args.rag, "--docs", folder, "--cache", cache, "--list", "--json"],
-                                    capture_output=True, text=True, timeout=args.seconds).stdout
-            records = [json.loads(line) for line in listed.splitlines() if line.startswith("{")]
-            kept = next((r["chunks"] for r in records if r["source"] != "handbook.txt"), "-")
+            kept = "-"  # (what was kept of the file: --list reads the index the run left, when it ended)
+            if code in (0, 1):
+                listed = measured([sys.executable, args.rag, "--docs", folder, "--cache", cache, "--list", "--json"],
+                                  args.memory_gb, args.seconds)[3]
+                records = [json.loads(line) for line in listed.splitlines() if line.startswith("{")]
+                kept = next((r["chunks"] for r in records if r["source"] != "handbook.txt"), "-")
             said = (lines[0] if lines else "") if code in (0, 1) else f"exit {code}: {(lines or [''])[-1]}"
             traceback = " TRACEBACK" if "Traceback" in err else ""
             print(f"{name.encode('unicode_escape').decode()[:30]:<30} {len(content):>10,} {seconds:>6.1f} {peak:>6.0f} "
