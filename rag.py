@@ -472,7 +472,8 @@ def read_bytes(path, most_bytes=MAX_FILE_BYTES):
             size = os.fstat(f.fileno()).st_size
             data = f.read() if 0 < size <= most_bytes else b"" if size else f.read(most_bytes + 1)
     except OSError as e:
-        raise RagError("a broken link" if os.path.islink(path) else (e.strerror or str(e)), again=True) from None
+        raise RagError("a link loop" if e.errno == 40 else "a broken link" if os.path.islink(path) else  # 40: ELOOP
+                       (e.strerror or str(e)), again=True) from None
     if max(size, len(data)) > most_bytes:
         raise RagError(f"larger than {most_bytes / 2**20:g} MiB ({max(size, len(data)):,} bytes; --max-file-mb raises "
                        "the limit)", again=True)
@@ -6737,26 +6738,36 @@ def sheet_pages(sheets, path):
     Example: ("Rates", [{0: "Country", 1: "Per diem"}, {0: "Japan", 1: "EUR 70"}])
              -> "# Rates\\n\\nCountry | Per diem\\n\\nCountry: Japan | Per diem: EUR 70"
     """
-    pages, cells, budget = [], 0, TextBudget(path)
-    for name, rows in sheets:
-        lines, header = [], None
+    pages, cells, budget = [], [0], TextBudget(path)  # cells: [non-empty cells read so far]
+    for number, (name, rows) in enumerate(sheets, 1):
+        title = " ".join(name.split())
+        lines, go_on = sheet_lines(rows, f"sheet {number} {title!r}", path, cells, budget)
+        pages.append("\n\n".join([f"# {title}"] * bool(title) + lines) if lines or not go_on else "")
+        if not go_on:
+            break
+    return pages
+
+
+def sheet_lines(rows, sheet, path, cells, budget):
+    """Return (the lines of one sheet's rows, whether the sheets after it are read): up to what the file
+    may give (budget) and SHEET_MAX_CELLS; a sheet that cannot be read to the end keeps the rows before."""
+    lines, header = [], None
+    try:
         for row in rows:
             if not budget.spend(sum(map(len, row.values())) + sum(map(len, (header or {}).values())),
-                                f"sheet {' '.join(name.split())!r} from row {len(lines) + 1} on, and any sheet after it,"):
-                return pages + ["\n\n".join([f"# {' '.join(name.split())}"] * bool(name.strip()) + lines)]
-            cells += len(row)
-            if cells > SHEET_MAX_CELLS:  # (a bomb, or a table too big to search whole)
+                                f"{sheet} from row {len(lines) + 1} on, and any sheet after it,"):
+                return lines, False
+            cells[0] += len(row)
+            if cells[0] > SHEET_MAX_CELLS:  # (a bomb, or a table too big to search whole)
                 warn(f"{path}: only its first {SHEET_MAX_CELLS:,} cells are read, the most rag.py reads of a workbook "
-                     f"(SHEET_MAX_CELLS in rag.py): sheet {' '.join(name.split())!r} from row {len(lines) + 1} on is left out, "
-                     "and any sheet after it")
-                return pages + ["\n\n".join([f"# {' '.join(name.split())}"] * bool(name.strip()) + lines)]
-            if header is None:
-                header = row
+                     f"(SHEET_MAX_CELLS in rag.py): {sheet} from row {len(lines) + 1} on is left out, and any sheet after it")
+                return lines, False
+            header = row if header is None else header
             named = (f"{header[c]}: {row[c]}" if c in header and row is not header else row[c] for c in sorted(row))
             lines.append(" | ".join(named))
-        heading = [f"# {' '.join(name.split())}"] if name.strip() else []
-        pages.append("\n\n".join(heading + lines) if lines else "")
-    return pages
+    except RagError as e:  # (a part missing or damaged)
+        warn(f"{path}: {sheet} is read only up to row {len(lines)} ({e}); the other sheets are read")
+    return lines, True
 
 
 def read_odf(data, path):

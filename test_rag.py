@@ -4958,8 +4958,22 @@ class HostileFileTest(unittest.TestCase):
         self.assertLessEqual(sum(len(p.text) for p in paragraphs), 2 * 2**20)
         self.assertGreater(len(paragraphs), 5)  # the rows before the limit are kept (each counts its header too)
         self.assertEqual(len(said), 1)
-        self.assertIn("sheet 'T' from row", said[0])
+        self.assertIn("sheet 1 'T' from row", said[0])
         self.assertIn("more than 2,097,152 characters of text (TEXT_MAX_CHARS in rag.py; a hostile file?)", said[0])
+
+    def test_a_damaged_or_missing_sheet_is_skipped_alone_and_the_rows_before_its_damage_kept(self):
+        good = '<row r="1"><c t="inlineStr"><is><t>Fares</t></is></c></row>'
+        book = xlsx([("A", "worksheet", "worksheets/sheet1.xml", good), ("B", "worksheet", "worksheets/sheet2.xml", good),
+                     ("C", "worksheet", "worksheets/gone.xml", good), ("D", "worksheet", "worksheets/sheet4.xml", good)])
+        with zipfile.ZipFile(io.BytesIO(book)) as z:  # sheet 2 cut after its first row, sheet 3 not inside
+            parts = {n: z.read(n) for n in z.namelist() if n != "xl/worksheets/gone.xml"}
+        parts["xl/worksheets/sheet2.xml"] = parts["xl/worksheets/sheet2.xml"].replace(b"</sheetData>", b"<row><c")
+        paragraphs, said = self.read(".xlsx", zipped(parts))
+        self.assertEqual([p.text for p in paragraphs], ["# A", "Fares", "# B", "Fares", "# D", "Fares"])
+        self.assertEqual(len(said), 2)
+        self.assertIn("sheet 2 'B' is read only up to row 1 (", said[0])
+        self.assertIn("sheet 3 'C' is read only up to row 0 (", said[1])
+        self.assertTrue(all(line.endswith("the other sheets are read") for line in said))
 
     def test_rows_past_the_pieces_a_file_may_give_are_left_out_and_said(self):
         rows = "".join(f'<row r="{r}"><c t="s"><v>{r % 3}</v></c></row>' for r in range(1, 201))
@@ -4970,7 +4984,7 @@ class HostileFileTest(unittest.TestCase):
         self.assertEqual([p.text for p in paragraphs[1:3]], ["b", "b: a"])  # (row 2's "c" is left out: it is empty)
         self.assertEqual(len(said), 2)
         self.assertIn("only its first 2 shared strings are read (SHARED_MAX_STRINGS", said[0])  # "c" is left empty
-        self.assertIn("sheet 'S' from row 51 on, and any sheet after it, is left out: the file gives more than 50 rows, "
+        self.assertIn("sheet 1 'S' from row 51 on, and any sheet after it, is left out: the file gives more than 50 rows, "
                       "pages or chapters (TEXT_MAX_PIECES in rag.py", said[1])
 
     def test_a_chapter_named_again_is_read_once_and_one_missing_is_skipped_alone(self):
@@ -5109,7 +5123,7 @@ class OfficeHostileInputTest(unittest.TestCase):
         with contextlib.redirect_stderr(io.StringIO()) as err:
             pages = rag.read_odf(odf("spreadsheet", body), "big.ods")
         self.assertEqual(err.getvalue(), "rag.py: warning: big.ods: only its first 2,000,000 cells are read, the most rag.py "
-                                         "reads of a workbook (SHEET_MAX_CELLS in rag.py): sheet 'T2' from row 1 on is left "
+                                         "reads of a workbook (SHEET_MAX_CELLS in rag.py): sheet 3 'T2' from row 1 on is left "
                                          "out, and any sheet after it\n")
         self.assertEqual([page.count("x") for page in pages], [1000 * 1000, 1000 * 1000, 0])  # 1,000 x 1,000 cells each
 
