@@ -105,6 +105,7 @@ CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
 UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estimated prompt tokens cut it
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
+SUPPORT_SHARE = 0.5    # of an answer sentence's words (by idf) that a passage sentence or two must hold (README, "Check")
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NEW_TOPIC = "/new"       # typed at the interactive prompt, it ends a conversation's follow-ups
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
@@ -297,6 +298,19 @@ class Answer:
     citations: list = ()            # the numbers of the hits the text cites, in order
     warnings: list = ()
     failure: BaseException = None   # what stopped the model (a RagError, or Ctrl-C), if anything
+    check: tuple = ()               # the Evidence for each sentence of the text that states something (Check)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One sentence of an answer, and the sentence or two of a given passage that hold most of its words."""
+    text: str
+    at: int                         # its place among the answer's sentences, from 1
+    supported: bool                 # its words are there (SUPPORT_SHARE), and every specific it states
+    share: float = 0.0              # of its words (weighed by idf) that the quote holds
+    passage: int = 0                # the number of the hit that holds them
+    quote: str = ""
+    missing: tuple = ()             # its specifics in no passage nor the question ("31 December, 2024")
 
 
 # Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
@@ -2652,7 +2666,7 @@ def prompt_for(index, answer, config, earlier=(), embeddings=None):
 
 # ---------------------------------------------------------------------------------------------------
 # Generate: the request -> the answer, streamed from the model server, with thinking removed and its
-# citations checked. ask(), last, is one question's whole journey through the stages above.
+# citations checked.
 # ---------------------------------------------------------------------------------------------------
 
 def without_thinking(pieces):
@@ -2773,6 +2787,91 @@ def generate(answer, config, on_text=None):
                    warnings=answer.warnings + tuple(warnings + final_warnings(final, answer.request)))
 
 
+# ---------------------------------------------------------------------------------------------------
+# Check: the answer -> each of its sentences with the evidence for it. A small model writes an invented
+# date under a right-looking [1] as readily as a true one, so each sentence is matched with the sentence
+# or two of the given passages that hold most of its words (the passage it cites first, then the others),
+# and each number, date, name and quoted phrase it states must be in the passages or the question.
+# ask(), last, is one question's whole journey through the stages above.
+# ---------------------------------------------------------------------------------------------------
+
+def check_answer(index, answer):
+    """Return the answer with the evidence for each of its sentences (answer.check): see check_sentences."""
+    if answer.failure or not answer.text or is_refusal(answer.text):
+        return answer
+    return replace(answer, check=check_sentences(index, answer.text, answer.question, answer.hits))
+
+
+def check_sentences(index, text, question, hits, hits_of=None):
+    """Return the Evidence for each sentence of text that states something, given the numbered hits (any of
+    them may support a sentence, or those of hits_of(sentence), a list of numbers, when given)."""
+    texts = [hit.given or hit.chunk.text for hit in hits]
+    missing_in, asked, quotes = HOOKS["specifics"](texts + [question]), set(tokenize(question)), list(map(quotes_of, texts))
+    checked = []
+    for at, sentence in enumerate(claims(text), 1):
+        bare = re.sub(r"\s*" + CITATION.pattern, "", sentence)
+        # Its words weigh as in search (a rare word says more); numbers are checked as specifics.
+        words = {token: index.idf(token) for token in set(tokenize(bare)) if not token.isdigit()}
+        missing = missing_in(bare)
+        if not (words.keys() - asked or missing):
+            continue  # it says nothing the question did not
+        numbers = hits_of(sentence) if hits_of else range(1, len(hits) + 1)
+        cited = [n for n in check_citations(sentence, len(hits))[0] if n in numbers]
+        share, number, quote = best_evidence(words, asked, quotes, cited)
+        if share < SUPPORT_SHARE:  # not in the passage it cites: in another?
+            other = best_evidence(words, asked, quotes, numbers)
+            share, number, quote = other if other[0] > share else (share, number, quote)
+        checked.append(Evidence(" ".join(bare.split()), at, share >= SUPPORT_SHARE and not missing, share, number,
+                                quote, tuple(missing)))
+    return tuple(checked)
+
+
+def quotes_of(text):
+    """Return [(quote, its tokens)] of a passage's text: each sentence, then each two neighbours (where the
+    second says "it" of the first), not across a cut."""
+    singles = [(piece, set(tokenize(piece))) for part in text.split(CUT.strip())
+               for piece in map(" ".join, map(str.split, sentences(part))) if piece]
+    pairs = [(a + " " + b, tokens_a | tokens_b) for (a, tokens_a), (b, tokens_b) in zip(singles, singles[1:])]
+    return singles + pairs
+
+
+ITEM_MARKER = re.compile(r"^\s*(?:[-*+•>#]+|\d+[.)])\s+")  # "- ", "## ", "3. ", "3) " ("3 days" is no marker)
+
+
+def claims(text):
+    """Return the sentences of an answer, each line's list marker and bold marks left out; a line ends one."""
+    lines = [re.sub(r"[*_`]+", "", ITEM_MARKER.sub("", line)) for line in without_code(text).splitlines()]
+    return [part.strip() for line in lines for part in sentences(line) if part.strip()]
+
+
+def best_evidence(words, asked, quotes, numbers):
+    """Return (share, hit number, quote) of the quote (of each hit's quotes_of) that holds the largest share of
+    the words (by their weights; a word of the question needs no quote) and, of equals, most of them; among
+    the hits in numbers, the first of equals wins."""
+    total, best = sum(words.values()) or 1.0, (0.0, 0.0, 0, "")
+    given = sum(weight for token, weight in words.items() if token in asked)
+    for number in numbers:
+        for quote, held in quotes[number - 1]:
+            found = sum(weight for token, weight in words.items() if token in held)
+            share = (found + sum(weight for token, weight in words.items() if token in asked and token not in held)) / total
+            if share > best[0] + 1e-9 or share > best[0] - 1e-9 and found > best[1] + 1e-9:
+                best = (share, found, number, quote)
+    return best[0] if best[2] else given / total, best[2], best[3]
+
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers_missing(texts):
+    """Return a function that gives the numbers of a sentence that none of texts states: the core's own way
+    (Appendix: specifics knows units, dates, names and quotes)."""
+    known = set(NUMBER.findall(" ".join(texts)))
+    return lambda sentence: [number for number in NUMBER.findall(sentence) if number not in known]
+
+
+HOOKS["specifics"] = numbers_missing
+
+
 def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
     """Answer one question, which may follow up on the earlier turns [(question, answer)]: retrieve the
     hits, build the prompt (or refuse when nothing was found), ask the model unless config.send is
@@ -2786,7 +2885,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
         return answer
-    return generate(answer, config, on_text)                                                          # Generate
+    return check_answer(index, generate(answer, config, on_text))                                     # Generate, Check
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2849,12 +2948,35 @@ def print_answer(answer, as_json):
             print_hits(answer.question, answer.hits, False)
         return
     print() if answer.request else print(answer.text)  # an answer from the model was streamed already
+    print_check(answer.check)
     for warning in answer.warnings:
         warn(warning)
     if answer.citations:
         print_sources(answer.hits, answer.citations, "Sources:")
     elif answer.request:  # an answer is never left without the passages it came from
         print_sources(answer.hits, range(1, len(answer.hits) + 1), "Passages given (the answer cites none):")
+
+
+def print_check(check):
+    """Print under an answer each sentence whose evidence was not found, the specifics in no passage, and
+    how many sentences were found."""
+    if not check:
+        return
+    print()
+    for evidence in check:
+        if not evidence.supported:
+            print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 30))}" (sentence {evidence.at})')
+    missing = [f'"{printable(span)}" (sentence {evidence.at})' for evidence in check for span in evidence.missing]
+    if missing:
+        print(f"  not in the passages: {', '.join(missing)}")
+    print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages")
+
+
+def check_json(check):
+    """Return the JSON contract's "check" of an answer: whether every sentence is supported, and each one."""
+    return {"supported": all(e.supported for e in check), "sentences": [
+        {"text": e.text, "supported": e.supported, "passage": e.passage, "quote": e.quote, "missing": list(e.missing)}
+        for e in check]}
 
 
 def print_sources(hits, numbers, title):
@@ -2871,8 +2993,9 @@ def answer_line(answer):
         failure = "interrupted" if isinstance(answer.failure, KeyboardInterrupt) else str(answer.failure)
         return json_line(answer.question, answer.hits, answer=answer.text or None, citations=[],
                          warnings=list(answer.warnings), error=failure)
+    checked = {"check": check_json(answer.check)} if answer.text and answer.request else {}
     return json_line(answer.question, answer.hits, answer=answer.text, citations=list(answer.citations),
-                     warnings=list(answer.warnings))
+                     warnings=list(answer.warnings), **checked)
 
 
 def print_prompt(request, as_json):
@@ -3005,7 +3128,8 @@ examples:
   python3 rag.py --docs ~/notes --docs README.md "How do I deploy?"
   python3 rag.py --host http://127.0.0.1:8080/v1 "What is the per diem in Japan?"
 
-exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 interrupted"""
+exit codes: 0 success, 1 runtime failure, 2 usage or input error, 3 --check found a sentence not in the
+documents, 130 interrupted"""
 
 
 def build_parser():
@@ -3225,10 +3349,11 @@ def explain_question(index, question, config, embeddings, args, earlier=()):
     if args.search or args.show_prompt or answer.request is None:
         return answer
     stage("Answer")
-    answer = generate(answer, config, print_text)
+    answer = check_answer(index, generate(answer, config, print_text))
     print_answer(answer, False)
     if answer.failure:
         raise answer.failure
+    explain_check(answer.check)
     return answer
 
 
@@ -3279,6 +3404,19 @@ def explain_request(answer, config):
     print(wrapped(f"to model {config.model} at {config.server} ({config.api} API{window})", "  ", "    "))
     stage("Prompt")
     print_prompt(answer.request, False)
+
+
+def explain_check(check):
+    """Print each sentence of the answer that states something, the share of its words found in a given
+    passage's sentence or two, that quote, and the specifics found in none."""
+    stage(f"Check: each sentence beside the passage sentences that hold most of its words (found at {SUPPORT_SHARE:.0%})")
+    for evidence in check:
+        verdict = "found" if evidence.supported else "NOT FOUND"
+        print(wrapped(f"{evidence.at}. {evidence.text}", "  ", "     "))
+        print(wrapped(f"{verdict}: {evidence.share:.0%} of its words in [{evidence.passage}] \"{evidence.quote}\""
+                      if evidence.passage else f"{verdict}: none of its words in the passages", "     ", "       "))
+        if evidence.missing:
+            print(wrapped(f"not in the passages: {', '.join(map(repr, evidence.missing))}", "     ", "       "))
 
 
 def explain_hits(index, query, hits, mode, embeddings):
@@ -3337,6 +3475,195 @@ def token_story(text):
         story.append(f"{word}->{token}" if token and token != word else word if token else f"{word}(dropped)")
     story += [f"{run}->" + " ".join(tokenize(run)) for run in CJK_RUN.findall(lower)]
     return story
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: --check. Any text (a draft email, another tool's answer) checked against the documents as an
+# answer is checked against its passages: each sentence is searched for, and shown with the passage
+# sentence that holds most of its words, or as not found. Adds OPTIONS["check"].
+# ---------------------------------------------------------------------------------------------------
+
+CHECK_MAX_SENTENCES = 200  # --check checks this many sentences of a text at most: a chapter, not a book
+CHECK_MAX_CHARS = 400_000  # and reads this much of its standard input
+
+
+def add_check_options(parser):
+    """Add --check to the command line."""
+    parser.add_argument("--check", metavar="TEXT", help="check each sentence of TEXT ('-': read it from stdin) "
+                        "against the documents: the passage that holds it, or that none does (exit code 3)")
+
+
+def run_check(args, config):
+    """--check: print the evidence for each sentence of the text; return 0 when every one was found, else 3."""
+    if args.question or args.search or args.show_prompt or args.explain:
+        raise RagError("--check takes its text alone; drop the question, --search, --show-prompt and --explain", 2)
+    text = sys.stdin.read(CHECK_MAX_CHARS) if args.check == "-" else args.check
+    if not text.strip():
+        raise RagError("--check: the text is empty; give it after --check, or pipe it in with --check -", 2)
+    said = claims(text)
+    if len(said) > CHECK_MAX_SENTENCES:
+        warn(f"only the first {CHECK_MAX_SENTENCES} of the text's {len(said):,} sentences are checked (CHECK_MAX_SENTENCES in rag.py)")
+        text = "\n".join(said[:CHECK_MAX_SENTENCES])
+    index, embeddings, config = ready(config, args)
+    hits, numbers_of = searched_for(index, claims(text), config, embeddings)
+    check = check_sentences(index, text, "", hits, numbers_of.get)
+    if args.json:
+        print(json_line(None, hits, text=text, check=check_json(check)), flush=True)
+    else:
+        print_evidence(check, hits)
+    return 0 if all(evidence.supported for evidence in check) else 3
+
+
+OPTIONS["check"] = {"add": add_check_options, "run": run_check}
+
+
+def searched_for(index, said, config, embeddings):
+    """Return (the hits found for the sentences, numbered from 1 and each once, {sentence: its hits' numbers})."""
+    hits, numbers, numbers_of = [], {}, {}
+    for sentence in said:
+        found = retrieve(index, re.sub(r"\s*" + CITATION.pattern, "", sentence), config, embeddings).found
+        for hit in found[:config.k]:
+            if hit.number not in numbers:
+                numbers[hit.number] = len(hits) + 1
+                hits.append(replace(hit, rank=len(hits) + 1))
+        numbers_of[sentence] = [numbers[hit.number] for hit in found[:config.k]]
+    return hits, numbers_of
+
+
+def print_evidence(check, hits):
+    """Print each sentence with its verdict and the passage sentence that holds most of its words."""
+    for evidence in check:
+        print(wrapped(f"{evidence.at}. {printable(evidence.text)}", "", "   "))
+        if evidence.passage:
+            print(wrapped(f"{'found' if evidence.supported else 'NOT FOUND'} in {chunk_label(hits[evidence.passage - 1].chunk)}: "
+                          f"\"{printable(evidence.quote)}\"", "   ", "     "))
+        else:
+            print("   NOT FOUND: no passage holds its words")
+        if evidence.missing:
+            print(wrapped(f"not in the documents: {', '.join(printable(repr(span)) for span in evidence.missing)}", "   ", "     "))
+    found = sum(evidence.supported for evidence in check)
+    print(f"checked: {found} of {counted(len(check), 'sentence')} found in the documents")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: specifics. What an invented fact is made of, as the check compares it: numbers by value and
+# unit, dates, names and quoted phrases, in place of the core's numbers as written. Sets
+# HOOKS["specifics"].
+# ---------------------------------------------------------------------------------------------------
+
+# A number with its unit ("30 days", "thirty days", "EUR 70",
+# "70 euros", "5%", "1.5 million"), a date's month, a name (capitalized inside a sentence: "Tanaka", "IBM"),
+# a quoted phrase. Each is compared as an atom: "n:30:day", "m:12", "w:tanaka", "q:early bird".
+NUMBER_WORDS = dict(zip(("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                         "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+                         "eighty ninety").split(), [*range(21), 30, 40, 50, 60, 70, 80, 90]))
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+UNITS = {**dict.fromkeys(("%", "percent", "per cent", "pct"), "%"), **dict.fromkeys(("€", "eur", "euro", "euros"), "EUR"),
+         **dict.fromkeys(("$", "usd", "dollar", "dollars"), "USD"), **dict.fromkeys(("£", "gbp", "pound", "pounds"), "GBP"),
+         **dict.fromkeys(("¥", "jpy", "yen"), "JPY"), **dict.fromkeys(("chf", "francs"), "CHF"),
+         **{f"{unit}{s}": unit for unit in ("day", "week", "month", "year", "hour", "minute", "mile") for s in ("", "s")},
+         **dict.fromkeys(("km", "kilometres", "kilometers"), "km"), **dict.fromkeys(("kg", "kilograms"), "kg"),
+         "日": "day", "週間": "week", "か月": "month", "ヶ月": "month", "年": "year", "時間": "hour", "円": "JPY", "元": "CNY"}
+MONTHS = {name: n for n, names in enumerate(("January Jan", "February Feb", "March Mar", "April Apr", "May", "June Jun",
+          "July Jul", "August Aug", "September Sep Sept", "October Oct", "November Nov", "December Dec"), 1)
+          for name in names.split()}
+_NUMBER = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:[.,]\d+)?|(?:{'|'.join(sorted(NUMBER_WORDS, key=len, reverse=True))})(?:-(?:one|two|three|four|five|six|seven|eight|nine))?"
+_UNIT = "|".join(re.escape(unit) for unit in sorted(UNITS, key=len, reverse=True))
+SPECIFIC = re.compile(
+    rf"""(?P<quote>"[^"\n]{{2,80}}"|“[^”\n]{{2,80}}”|«[^»\n]{{2,80}}»|「[^」\n]{{2,80}}」)
+    |(?P<iso>\b\d{{4}}-\d\d-\d\d\b)
+    |(?:(?P<before>[€$£¥]|\b(?:EUR|USD|GBP|JPY|CHF)\b)\s?)?(?<![A-Za-z\d.,])(?P<number>{_NUMBER})(?:st|nd|rd|th)?
+     (?![A-Za-z\d])(?:[\s-]?(?P<scale>{'|'.join(SCALES)})\b)?(?:\s?(?P<unit>{_UNIT})(?![A-Za-z]))?
+    |\b(?P<month>(?:{'|'.join(MONTHS)})\b)
+    |(?P<name>\b[^\W\d_]+(?:['’-][^\W\d_]+)*)""", re.VERBOSE | re.IGNORECASE)
+SPAN_GAP = re.compile(r"[\s,]*|\s+(?:of|de|von|van)\s+")  # what joins a date's or a name's atoms into one span
+
+
+def number_value(match):
+    """Return the value of a SPECIFIC number match: "1,000" -> 1000, "1,5" -> 1.5, "twenty-five" -> 25, with its scale."""
+    text, scale = match["number"].lower(), SCALES.get((match["scale"] or "").lower(), 1)
+    if text[0].isdigit():
+        value = float(text.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", text) else text.replace(",", "."))
+    else:
+        value = sum(NUMBER_WORDS[word] for word in text.split("-"))
+    return format(value * scale, ".12g")
+
+
+def specifics(text):
+    """Return [(span, atoms)] of the facts text states, as written and as compared, neighbours joined into one
+    span ("31 December, 2024" -> ["n:31", "m:12", "n:2024"]). A capitalized word opens a sentence as any word
+    does, so there it is a name only in capitals ("IBM"; "Marie Curie won": Curie is).
+
+    Example: specifics("Pay EUR 70 by 3 May.") -> [("EUR 70", ["n:70:EUR"]), ("3 May", ["n:3", "m:5"])]
+    """
+    found = []
+    for match in SPECIFIC.finditer(text):
+        atoms = specific_atoms(match, text)
+        if not atoms:
+            continue
+        joins = found and {found[-1][2][-1][0], atoms[0][0]} in ({"m", "n"}, {"m"}, {"w"})  # a date, a name
+        if joins and SPAN_GAP.fullmatch(text[found[-1][1]:match.start()]):
+            found[-1] = (found[-1][0], match.end(), found[-1][2] + atoms)
+        else:
+            found.append((match.start(), match.end(), atoms))
+    return [(text[start:end], atoms) for start, end, atoms in found]
+
+
+def specific_atoms(match, text):
+    """Return the atoms of one SPECIFIC match in text, [] for a word that is no name."""
+    kind, word = match.lastgroup, match.group()
+    if kind == "quote":  # (as said, give or take case, spaces and the comma that ends a quote in English)
+        return ["q:" + " ".join(word[1:-1].lower().replace("’", "'").split()).rstrip(",.;:!?")]
+    if kind == "iso":
+        year, month, day = word.split("-")
+        return [f"n:{int(year)}", f"m:{int(month)}", f"n:{int(day)}"]
+    if match["number"]:
+        unit = UNITS.get((match["before"] or match["unit"] or "").lower())
+        if match["number"].lower() == "one" and not (unit or match["scale"]):
+            return []  # "one of them", "the one who": a pronoun more often than a number
+        return [f"n:{number_value(match)}" + (f":{unit}" if unit else "")]
+    if kind == "month" and word[0].isupper():  # (not "may", the verb)
+        return [f"m:{MONTHS[word.title()]}"]
+    word = re.sub(r"['’]s$", "", word)  # "Curie's" -> "Curie"
+    opens = not text[:match.start()].strip() or text[:match.start()].rstrip()[-1] in ".!?:;\n"
+    if len(word) < 2 or not word[0].isupper() or word.lower() in STOP_WORDS or kind == "month" or opens and not word.isupper():
+        return []
+    return ["w:" + word.lower()]
+
+
+def known_atoms(texts):
+    """Return the atoms that texts (the passages and the question) state: every number as "n:30" and with
+    its unit or "?" (no unit), every month, every word as a name, and the texts themselves for quotes."""
+    known, joined = set(), " ".join(" ".join(text.lower().replace("’", "'").split()) for text in texts)
+    for text in texts:
+        for match in SPECIFIC.finditer(text):
+            if match.lastgroup == "iso" or match["number"]:
+                for atom in specific_atoms(match, text) or [f"n:{number_value(match)}"]:  # ("one" too)
+                    value, _, unit = atom.partition(":")[2].partition(":")
+                    known.update((f"n:{value}", f"n:{value}:{unit or '?'}") if atom.startswith("n:") else (atom,))
+            elif match.lastgroup == "month" and match.group()[0].isupper():
+                known.update(specific_atoms(match, text))
+    known.update("w:" + re.sub(r"['’]s$", "", word) for word in re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", joined))
+    return known, joined
+
+
+def is_known(atom, known, joined):
+    """True when an atom of an answer is in the known atoms: a number by value, and by unit where both
+    give one ("30 days" is not "30 weeks", but is "30 calendar days"); a quote as written, give or take case."""
+    if atom.startswith("q:"):
+        return atom[2:] in joined
+    if atom.startswith("n:") and atom.count(":") == 2:
+        return atom in known or atom.rsplit(":", 1)[0] + ":?" in known
+    return atom in known
+
+
+def specifics_missing(texts):
+    """Return a function that gives the specifics of a sentence (as written) that none of texts states."""
+    known, joined = known_atoms(texts)
+    return lambda sentence: [span for span, atoms in specifics(sentence) if not all(is_known(a, known, joined) for a in atoms)]
+
+
+HOOKS["specifics"] = specifics_missing
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -7222,6 +7549,7 @@ def route_ask(handler, site, params):
         with site.queue.turn(on_wait):
             handler.timing["wait"] = time.monotonic() - started
             answer = generate(answer, config, lambda piece: piece and write_line(handler, json.dumps({"text": piece})))
+            answer = check_answer(snapshot.index, answer)
             handler.timing["model"] = time.monotonic() - started - handler.timing["wait"]
     final = json.loads(answer_line(answer))
     final.update(warnings=list(map(for_page, final["warnings"])), **({"error": for_page(final["error"])} if "error" in final else {}))
@@ -7750,6 +8078,15 @@ dialog form { float: right; margin: -.5rem -.75rem 0 0; }
   padding: .5rem .7rem; background: var(--bg); border-radius: .4rem; }
 .request { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; }
 mark { background: var(--mark); color: inherit; border-radius: .2rem; padding: 0 .1rem; }
+mark.quote { background: none; border-bottom: 3px solid var(--t2); border-radius: 0; }
+::highlight(unfound) { text-decoration: underline wavy var(--bad); text-decoration-skip-ink: none; }
+.answer .unfound { text-decoration: underline wavy var(--bad); text-decoration-skip-ink: none; }
+.check { margin: .75rem 0 0; font-size: .95rem; } .check summary { cursor: pointer; color: var(--muted); }
+.check.some summary { color: var(--bad); font-weight: 600; }
+.check ol { margin: .4rem 0 0; padding-left: 1.6rem; } .check li { margin: .3rem 0; }
+.verdict { font-size: .8rem; font-weight: 650; padding: 0 .45rem; border-radius: .6rem; margin-right: .4rem;
+  background: var(--soft); color: var(--t2); } .no .verdict { background: var(--warn-bg); color: var(--bad); }
+.missing { display: block; color: var(--bad); font-size: .9rem; }
 .explain { margin-top: 1rem; padding: .9rem 1.1rem; border: 1px solid var(--line); border-radius: .8rem;
   background: var(--card); }
 .explain h3 { font-size: 1rem; margin: 1.1rem 0 .4rem; } .explain h3:first-child { margin-top: 0; }
@@ -7909,9 +8246,53 @@ function answered(view, line) {
     const notes = (line.error ? ['The answer is cut short: ' + line.error] : []).concat(line.warnings);
     const capital = (note) => note[0].toUpperCase() + note.slice(1);
     if (notes.length) view.turn.append(el('ul', 'warnings', ...notes.map((note) => el('li', '', capital(note)))));
+    if (line.check && line.check.sentences.length) checked(view, line.check.sentences, head);
     given(view, line.citations.length ? line.citations : head.hits.map((hit, i) => i + 1), !line.citations.length);
   }
   finish(view, line.answer || '');
+}
+
+function checked(view, sentences, head) {  // each sentence beside its evidence: one click shows the passage's sentence
+  const found = sentences.filter((said) => said.supported).length, quotes = head.quotes = {};
+  const items = sentences.map((said) => {
+    if (said.passage) (quotes[said.passage - 1] = quotes[said.passage - 1] || []).push(said.quote);
+    const text = said.passage ? Object.assign(el('a', '', said.text), {href: '#passage', title: 'Show where the passages say it'})
+      : el('span', '', said.text);
+    text.addEventListener('click', (event) => { event.preventDefault(); if (said.passage) show(head, said.passage - 1, [said.quote]); });
+    return el('li', said.supported ? 'yes' : 'no', el('span', 'verdict', said.supported ? 'found' : 'not found'), text,
+      said.missing.length ? el('span', 'missing', 'Not in the passages: ' + said.missing.map((m) => `“${m}”`).join(', ')) : '');
+  });
+  const summary = el('summary', '', `Checked: ${found} of ${count(sentences.length, 'sentence')} found in the passages`);
+  const box = el('details', found < sentences.length ? 'check some' : 'check', summary, el('ol', '', ...items));
+  box.open = found < sentences.length;
+  view.turn.append(box);
+  unfound(view.body, sentences.filter((said) => !said.supported).map((said) => said.text));
+}
+
+function unfound(body, texts) {  // underline the sentences not found, where the answer shows them (else their block)
+  const nodes = [], ranges = [];
+  let all = '';
+  for (let walk = document.createTreeWalker(body, NodeFilter.SHOW_TEXT), node; (node = walk.nextNode());) {
+    nodes.push([node, all.length]);
+    all += node.data;
+  }
+  const at = (offset) => nodes.reduce((found, node) => node[1] <= offset ? node : found, nodes[0]);
+  for (const text of texts) {
+    const start = all.indexOf(text.slice(0, 40).replace(/[.!?。！？]+$/, ''));
+    if (start < 0 || !nodes.length) continue;
+    const stop = all.slice(start + Math.min(text.length, 40) - 1).search(/[.!?。！？](\s|$)/);
+    const end = stop < 0 ? all.length : start + Math.min(text.length, 40) + stop, range = new Range();
+    const [first, from] = at(start), [last, to] = at(end);
+    range.setStart(first, start - from);
+    range.setEnd(last, Math.min(end - to, last.data.length));
+    ranges.push(range);
+  }
+  if (window.Highlight && CSS.highlights) {  // (one highlight for the page: each answer adds its sentences)
+    const marks = CSS.highlights.get('unfound') || new Highlight();
+    ranges.forEach((range) => marks.add(range));
+    CSS.highlights.set('unfound', marks);
+  }
+  else ranges.forEach((range) => range.startContainer.parentElement.classList.add('unfound'));
 }
 
 function given(view, numbers, uncited = true) {  // the sources cited; never an answer without its sources
@@ -8017,7 +8398,7 @@ function link(label, head, i, cls) {
   const a = el('a', cls || 'cite', label);
   a.href = '#passage';
   a.title = where(head.hits[i]);
-  a.addEventListener('click', (event) => { event.preventDefault(); show(head, i); });
+  a.addEventListener('click', (event) => { event.preventDefault(); show(head, i, (head.quotes || {})[i]); });
   return a;
 }
 
@@ -8029,7 +8410,7 @@ function passages(head) {
     el('p', 'excerpt', head.excerpts[i]))));
 }
 
-async function show(head, i) {
+async function show(head, i, quotes = []) {  // a passage, the question's words marked, and the quotes the check found
   let passage = Object.assign({marks: []}, head.hits[i]);
   try {
     const params = new URLSearchParams({n: head.passages[i], g: head.generation, q: head.question});
@@ -8039,13 +8420,24 @@ async function show(head, i) {
   }
   $('passage-where').textContent = where(passage) + (passage.stale ? ` (${passage.stale})` : '');
   $('passage-title').textContent = passage.heading ? path(passage.heading) : passage.source;
-  $('passage-text').replaceChildren(...blocks(passage.text, passage.marks));
+  $('passage-text').replaceChildren(...blocks(passage.text, passage.marks, quotes.map((quote) => quoted(passage.text, quote))));
   if (!dialog.open) dialog.showModal();
+  $('passage-text').querySelector('mark.quote')?.scrollIntoView({block: 'center'});
 }
 
-function blocks(text, marks) {  // paragraphs as <p>, the lines of a table (columns 3+ spaces apart) as <pre>
+function quoted(text, quote) {  // where a quote (its words one space apart) is in a text: [start, end] in characters
+  const words = quote.split(/\s+/).filter(Boolean).map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const match = words.length ? new RegExp(words.join('\\s+')).exec(text) : null;
+  if (!match) return [0, 0];
+  const start = Array.from(text.slice(0, match.index)).length;
+  return [start, start + Array.from(match[0]).length];
+}
+
+function blocks(text, marks, quotes = []) {  // paragraphs as <p>, the lines of a table (columns 3+ spaces apart) as <pre>
   const chars = Array.from(text), marked = new Array(chars.length).fill(false), out = [];  // characters, not UTF-16 units
+  const quoted = marked.slice();  // the quotes the check found, each one mark with the question's words marked in it
   marks.forEach(([start, end]) => marked.fill(true, start, end));
+  quotes.forEach(([start, end]) => quoted.fill(true, start, end));
   let block = null, at = 0;
   for (const line of text.split('\n')) {
     const size = Array.from(line).length, table = /\S {3,}\S/.test(line);
@@ -8053,9 +8445,13 @@ function blocks(text, marks) {  // paragraphs as <p>, the lines of a table (colu
     else {
       if (block && block.table === table) block.append(table || /^\s*([-*•]|\d+[.)])\s/.test(line) ? '\n' : ' ');
       else out.push(block = Object.assign(el(table ? 'pre' : 'p'), {table}));
-      for (let i = at, j; i < at + size; i = j) {  // runs of marked and unmarked characters
-        for (j = i; j < at + size && marked[j] === marked[i];) j++;
-        block.append(marked[i] ? el('mark', '', chars.slice(i, j).join('')) : chars.slice(i, j).join(''));
+      for (let i = at, j; i < at + size; i = j) {  // runs in a quote or not, and in each runs of marked characters
+        for (j = i; j < at + size && quoted[j] === quoted[i];) j++;
+        const parent = quoted[i] ? block.appendChild(el('mark', 'quote')) : block;
+        for (let k = i, l; k < j; k = l) {
+          for (l = k; l < j && marked[l] === marked[k];) l++;
+          parent.append(marked[k] ? el('mark', '', chars.slice(k, l).join('')) : chars.slice(k, l).join(''));
+        }
       }
     }
     at += size + 1;

@@ -2364,7 +2364,8 @@ class AnswerTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("warning: the answer cites no source: check it against the passages it was given", err)
         answer, given = out.split("\n\nPassages given (the answer cites none):\n")
-        self.assertEqual(answer.strip(), "Probably soon.")
+        self.assertEqual(answer.strip(), 'Probably soon. \n\n  not found: "Probably soon." (sentence 1)\n'
+                                         "checked: 0 of 1 sentence found in the passages")
         self.assertNotIn("Sources:", out)
         _, _, hits = self.ask(FakeOllama(), "--search", question=topics)[1].partition("[1]")
         listed = re.findall(r"^  \[(\d+)\] (handbook\.txt:\d+-\d+)", given, re.MULTILINE)
@@ -2579,6 +2580,142 @@ What should I do if I lose my laptop?\thandbook.txt#Lost or stolen
 Is there parking at the office?\t-
 zebra quantum xylophone\t-
 """
+
+
+class CheckTest(unittest.TestCase):
+    """Each sentence of an answer beside the passage sentence that holds its words, and the specifics
+    (numbers, dates, names, quotes) that no passage states (issue 35)."""
+
+    LEAVE = ("Full-time employees receive 25 days of paid annual leave per calendar year. Request leave in "
+             "PeopleHub at least two weeks in advance.")
+    EXPENSES = "Expense reports must be filed within 30 days of the expense. Late reports need the CFO's approval."
+
+    def check(self, answer, question="How many days of annual leave do I get?", texts=(LEAVE, EXPENSES)):
+        index = index_of(*texts, "Travel is booked through the travel desk.", "Laptops are replaced every four years.")
+        return rag.check_sentences(index, answer, question, hits_of(*texts))
+
+    def test_specifics_are_numbers_with_units_dates_names_and_quotes_as_written_and_as_compared(self):
+        for text, expected in [
+                ("Pay EUR 70 by 3 May.", [("EUR 70", ["n:70:EUR"]), ("3 May", ["n:3", "m:5"])]),
+                ("Due on 31 December, 2024 at the latest.", [("31 December, 2024", ["n:31", "m:12", "n:2024"])]),
+                ("You get thirty days and 1,000 euros.", [("thirty days", ["n:30:day"]), ("1,000 euros", ["n:1000:EUR"])]),
+                ("It costs $1.5 million, or 5%.", [("$1.5 million", ["n:1500000:USD"]), ("5%", ["n:5:%"])]),
+                ("Ask Marie Curie at IBM about the \"early bird\" rate.",
+                 [("Marie Curie", ["w:marie", "w:curie"]), ("IBM", ["w:ibm"]), ('"early bird"', ["q:early bird"])]),
+                ("Marie Curie won in 2024-03-15.", [("Curie", ["w:curie"]), ("2024-03-15", ["n:2024", "m:3", "n:15"])]),
+                ("Employees may file one of the forms.", []),  # "may" the verb, "one" the pronoun, "Employees" opens
+                ("年次有給休暇は20日です。", [("20日", ["n:20:day"])]),
+                ("", [])]:
+            with self.subTest(text):
+                self.assertEqual(rag.specifics(text), expected)
+
+    def test_the_cores_own_specifics_are_numbers_as_written_the_appendix_compares_their_values(self):
+        passages = ["Costs up to 1,000 EUR are refunded in 30 days."]
+        self.assertEqual(rag.numbers_missing(passages)("Up to 1,000 EUR in 40 days, or 1000."), ["40", "1000"])
+        self.assertEqual(rag.specifics_missing(passages)("Up to 1,000 EUR in 40 days, or 1000."), ["40 days"])
+        self.assertIs(rag.HOOKS["specifics"], rag.specifics_missing)
+
+    def test_numbers_compare_by_value_and_by_unit_where_both_give_one(self):
+        known, joined = rag.known_atoms(["Costs up to 1000 EUR are refunded within thirty days of 15 March 2024, "
+                                         "in 30 calendar days at most; ask for the \"Form  B\".", "When?"])
+        for atom, is_known in [("n:1000:EUR", True), ("n:1000", True), ("n:30:day", True), ("n:30:week", True),
+                               ("n:1000:USD", False), ("n:15", True), ("m:3", True), ("m:5", False), ("n:2023", False),
+                               ("w:march", True), ("w:tanaka", False), ("q:form b", True), ("q:form c", False)]:
+            with self.subTest(atom):  # ("30 calendar days" gives 30 no unit of its own: weeks are not refused)
+                self.assertEqual(rag.is_known(atom, known, joined), is_known)
+
+    def test_an_invented_number_is_named_and_its_sentence_shown_with_the_passage_sentence_it_contradicts(self):
+        first, second = self.check("You get 40 days of annual leave [1]. Request it in PeopleHub [1].")
+        self.assertEqual((first.text, first.at, first.supported, first.missing), ("You get 40 days of annual leave.", 1, False, ("40 days",)))
+        self.assertEqual((first.passage, first.quote), (1, "Full-time employees receive 25 days of paid annual leave per calendar year."))
+        self.assertEqual((second.supported, second.passage, second.missing), (True, 1, ()))
+        self.assertEqual(second.quote, "Request leave in PeopleHub at least two weeks in advance.")
+
+    def test_the_same_facts_in_other_words_and_numbers_are_found(self):
+        check = self.check("Full-time employees receive twenty-five days of paid leave a year [1]. "
+                           "Expense reports must be filed within thirty days [2].")
+        self.assertEqual([(e.supported, e.passage, e.missing) for e in check], [(True, 1, ()), (True, 2, ())])
+
+    def test_a_sentence_whose_words_are_in_no_passage_is_not_found_even_without_a_specific(self):
+        check = self.check("Annual leave is unlimited for senior staff [1].")
+        self.assertEqual((check[0].supported, check[0].missing), (False, ()))
+        self.assertLess(check[0].share, rag.SUPPORT_SHARE)
+
+    def test_the_passage_cited_is_searched_first_then_the_others(self):
+        both = ("Reports are filed in PeopleHub.", "Reports are filed in PeopleHub by the travel desk.")
+        self.assertEqual([e.passage for e in self.check("Reports are filed in PeopleHub [2].", texts=both)], [2])
+        self.assertEqual([e.passage for e in self.check("Reports are filed in PeopleHub [1].", texts=both)], [1])
+        found_elsewhere = self.check("Expense reports must be filed within 30 days [1].")  # cites leave, found in [2]
+        self.assertEqual([(e.supported, e.passage) for e in found_elsewhere], [(True, 2)])
+
+    def test_words_and_numbers_of_the_question_and_the_refusal_need_no_support(self):
+        self.assertEqual(self.check("How many days of annual leave do I get?"), ())
+        self.assertEqual(self.check("Annual leave: 25 days.", question="Is annual leave 25 days?"), ())
+        self.assertEqual([(e.supported, e.missing) for e in self.check("Yes, annual leave is 25 days a year.",
+                                                                       question="Is annual leave 25 days?")], [(True, ())])
+        self.assertEqual(rag.check_answer(index_of(self.LEAVE), rag.Answer("q", "lexical", [], text=rag.REFUSAL,
+                                                                        hits=hits_of(self.LEAVE))).check, ())
+
+    def test_a_number_that_opens_a_sentence_is_checked_too(self):
+        check = self.check("Leave is paid. 40 days of it a year [1].")
+        self.assertEqual([(e.text, e.missing) for e in check], [("Leave is paid.", ()), ("40 days of it a year.", ("40 days",))])
+
+    def test_a_list_answer_is_checked_line_by_line_without_its_markers(self):
+        check = self.check("**Leave:**\n- 25 days of paid annual leave [1]\n- 12 days of sick leave [1]")
+        self.assertEqual([(e.text, e.supported, e.missing) for e in check],
+                         [("25 days of paid annual leave", True, ()), ("12 days of sick leave", False, ("12 days",))])
+        self.assertEqual([e.at for e in check], [2, 3])  # ("Leave:" says nothing the question did not)
+
+    def test_japanese_sentences_are_checked_by_their_character_pairs_and_numbers(self):
+        text = "正社員の年次有給休暇は20日です。申請は二週間前までに行います。"
+        check = self.check("年次有給休暇は40日です。", question="休暇は何日？", texts=(text,))
+        self.assertEqual((check[0].supported, check[0].missing, check[0].quote), (False, ("40日",), "正社員の年次有給休暇は20日です。"))
+        self.assertTrue(self.check("年次有給休暇は20日です。", question="休暇は何日？", texts=(text,))[0].supported)
+
+
+class CheckOutputTest(unittest.TestCase):
+    """What the user sees of the check: under the answer, in --json, and with --check TEXT."""
+
+    def ask(self, answer, *args, question="When do I have to file my expense report?"):
+        fake = FakeOllama(answer=answer)
+        self.addCleanup(fake.close)
+        return run_main(["--host", fake.url, *args, question])
+
+    def test_the_terminal_shows_each_sentence_not_found_the_specifics_and_the_count(self):
+        code, out, err = self.ask("Expense reports are due within 30 days [1]. File them by 31 December, 2024 [1].")
+        self.assertEqual(code, 0)
+        self.assertIn('\n\n  not found: "File them by 31 December, 2024." (sentence 2)\n'
+                      '  not in the passages: "31 December, 2024" (sentence 2)\n'
+                      "checked: 1 of 2 sentences found in the passages\n\nSources:\n  [1] handbook.txt:", out)
+
+    def test_json_gives_the_check_of_each_sentence(self):
+        code, out, err = self.ask("Expense reports are due within 30 days [1]. File them by 31 December, 2024 [1].", "--json")
+        check = json.loads(out)["check"]
+        self.assertEqual(check["supported"], False)
+        self.assertEqual([(s["text"], s["supported"], s["passage"], s["missing"]) for s in check["sentences"]],
+                         [("Expense reports are due within 30 days.", True, 1, []),
+                          ("File them by 31 December, 2024.", False, 1, ["31 December, 2024"])])
+        self.assertIn("within 30 days", check["sentences"][0]["quote"])
+
+    def test_check_text_searches_each_sentence_and_exits_3_when_one_is_not_found(self):
+        text = "Expense reports must be filed within 30 days of the expense.\nThe CEO is Maria Rossi."
+        code, out, err = run_main(["--mode", "lexical", "--check", "-"], stdin=text)
+        self.assertEqual((code, err), (3, ""))
+        self.assertRegex(out, r'^1\. Expense reports must be filed within 30 days of the expense\.\n   found in handbook\.txt:\d+-\d+ ')
+        self.assertIn("2. The CEO is Maria Rossi.\n   NOT FOUND in handbook.txt:", out)
+        self.assertIn("   not in the documents: 'Maria Rossi'\nchecked: 1 of 2 sentences found in the documents\n", out)
+        code, out, err = run_main(["--mode", "lexical", "--json", "--check", "Expense reports must be filed within 30 days."])
+        line = json.loads(out)
+        self.assertEqual((code, line["question"], line["check"]["supported"]), (0, None, True))
+        self.assertEqual(line["hits"][line["check"]["sentences"][0]["passage"] - 1]["heading"], "Expenses > Deadlines and late submissions")
+
+    def test_check_text_refuses_an_empty_text_or_a_question_beside_it(self):
+        for args, stdin, said in [(["--check", "-"], " \n", "--check: the text is empty"),
+                                  (["--check", "It is so.", "a question?"], "", "--check takes its text alone")]:
+            with self.subTest(args):
+                code, out, err = run_main(["--mode", "lexical", *args], stdin=stdin)
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(said, err)
 
 
 class EvalTest(TempFolder):
@@ -3129,7 +3266,7 @@ class ExplainTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         stages = re.findall(r"^== (.+?) =+$", out, re.M)
         self.assertEqual([s.split(":")[0].split(" ")[0] for s in stages],
-                         ["Question", "Sub-queries", "Tokens", "Top", "Sent", "Prompt", "Answer"])
+                         ["Question", "Sub-queries", "Tokens", "Top", "Sent", "Prompt", "Answer", "Check"])
         self.assertIn("  1. What is the mileage rate\n  2. who approves trips?", out)
         self.assertIn("mileage->mileag", out)
         self.assertIn("what(dropped)", out)
@@ -5814,7 +5951,7 @@ class PageRoutesTest(ServerCase):
         self.assertEqual(head["hits"][0]["heading"], "Expenses > Deadlines and late submissions")
         self.assertEqual(len(head["passages"]), len(head["hits"]))
         self.assertGreater(len(pieces), 3)
-        self.assertEqual(list(final), ["question", "hits", "answer", "citations", "warnings"])  # --json's object
+        self.assertEqual(list(final), ["question", "hits", "answer", "citations", "warnings", "check"])  # --json's object
         self.assertEqual("".join(pieces).strip(), final["answer"])
         self.assertEqual(final["citations"], [1])
         self.assertIn("When do I have to file my expense report?", final["answer"])

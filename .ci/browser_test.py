@@ -216,6 +216,37 @@ def main(shots):
                   "passages it was given" in turn.text and [a.text for a in given] == [str(n) for n in range(1, len(given) + 1)]
                   and len(given) >= 3 and "cites no source" in turn.find_element(By.CSS_SELECTOR, ".warnings").text)
             shot("13b-phone-uncited")
+            # Answers you can check: a sentence the passages do not hold is underlined, listed under the answer with
+            # the date they do not state, and a sentence (or a citation) opens its passage with its quote marked.
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            warner.text = ("Expense reports must be filed within 30 days of the expense [1]. "
+                           "The last day to file them is 31 December, 2024 [1].")
+            driver.get(second_url + "?q=When+do+I+have+to+file+my+expense+report%3F")
+            turn = finished(1)
+            check_box = turn.find_element(By.CSS_SELECTOR, "details.check")
+            items = check_box.find_elements(By.CSS_SELECTOR, "li")
+            check("the check says how many sentences were found, open when one was not",
+                  check_box.find_element(By.TAG_NAME, "summary").text == "Checked: 1 of 2 sentences found in the passages"
+                  and check_box.get_attribute("open") is not None)
+            check("the sentence not found is listed with the date no passage states", len(items) == 2
+                  and items[1].text.startswith("not found") and "Not in the passages: “31 December, 2024”" in items[1].text)
+            underlined = driver.execute_script("const h = CSS.highlights.get('unfound'); return h ? [...h].map(String) : []")
+            check(f"the sentence not found is underlined in the answer ({underlined})",
+                  underlined == ["The last day to file them is 31 December, 2024 1."])
+            shot("20-check", turn)
+            items[0].find_element(By.TAG_NAME, "a").click()
+            wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
+            quotes = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#passage-text mark.quote")]
+            check(f"a sentence opens its passage with the quote that holds it marked ({quotes})",
+                  len(quotes) == 1 and "filed within 30 days of the expense" in quotes[0].replace("\n", " "))
+            shot("21-check-passage")
+            driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+            wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is None)
+            turn.find_element(By.CSS_SELECTOR, ".answer a.cite").click()
+            wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is not None)
+            check("a citation opens its passage with the quotes of the sentences that cite it marked",
+                  driver.find_elements(By.CSS_SELECTOR, "#passage-text mark.quote"))
+            driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         finally:
             second.terminate()
             second.wait()
