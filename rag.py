@@ -105,7 +105,7 @@ CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
 UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estimated prompt tokens cut it
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
-SUPPORT_SHARE = 0.5    # of an answer sentence's words (by idf) that a passage sentence or two must hold (README, "Check")
+SUPPORT_SHARE = 0.3    # of an answer sentence's words (by idf) that a passage sentence or two must hold (README, "Check")
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NEW_TOPIC = "/new"       # typed at the interactive prompt, it ends a conversation's follow-ups
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
@@ -2818,9 +2818,9 @@ def check_sentences(index, text, question, hits, hits_of=None):
         numbers = hits_of(sentence) if hits_of else range(1, len(hits) + 1)
         cited = [n for n in check_citations(sentence, len(hits))[0] if n in numbers]
         share, number, quote = best_evidence(words, asked, quotes, cited)
-        if share < SUPPORT_SHARE:  # not in the passage it cites: in another?
+        if share < SUPPORT_SHARE or not number:  # not in the passage it cites (or none): in another?
             other = best_evidence(words, asked, quotes, numbers)
-            share, number, quote = other if other[0] > share else (share, number, quote)
+            share, number, quote = other if other[0] > share or not number else (share, number, quote)
         checked.append(Evidence(" ".join(bare.split()), at, share >= SUPPORT_SHARE and not missing, share, number,
                                 quote, tuple(missing)))
     return tuple(checked)
@@ -3569,13 +3569,14 @@ MONTHS = {name: n for n, names in enumerate(("January Jan", "February Feb", "Mar
           for name in names.split()}
 _NUMBER = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:[.,]\d+)?|(?:{'|'.join(sorted(NUMBER_WORDS, key=len, reverse=True))})(?:-(?:one|two|three|four|five|six|seven|eight|nine))?"
 _UNIT = "|".join(re.escape(unit) for unit in sorted(UNITS, key=len, reverse=True))
-SPECIFIC = re.compile(
-    rf"""(?P<quote>"[^"\n]{{2,80}}"|“[^”\n]{{2,80}}”|«[^»\n]{{2,80}}»|「[^」\n]{{2,80}}」)
-    |(?P<iso>\b\d{{4}}-\d\d-\d\d\b)
+_FACTS = rf"""(?P<iso>\b\d{{4}}-\d\d-\d\d\b)
     |(?:(?P<before>[€$£¥]|\b(?:EUR|USD|GBP|JPY|CHF)\b)\s?)?(?<![A-Za-z\d.,])(?P<number>{_NUMBER})(?:st|nd|rd|th)?
      (?![A-Za-z\d])(?:[\s-]?(?P<scale>{'|'.join(SCALES)})\b)?(?:\s?(?P<unit>{_UNIT})(?![A-Za-z]))?
-    |\b(?P<month>(?:{'|'.join(MONTHS)})\b)
-    |(?P<name>\b[^\W\d_]+(?:['’-][^\W\d_]+)*)""", re.VERBOSE | re.IGNORECASE)
+    |\b(?P<month>(?:{'|'.join(MONTHS)})\b)"""
+WORD_OR_NAME = r"[^\W\d_]+(?:['’-][^\W\d_]+)*"  # "Curie", "O'Brien", "Jean-Paul"
+SPECIFIC = re.compile(rf"""(?P<quote>"[^"\n]{{2,80}}"|“[^”\n]{{2,80}}”|«[^»\n]{{2,80}}»|「[^」\n]{{2,80}}」)
+    |{_FACTS}|(?P<name>\b{WORD_OR_NAME})""", re.VERBOSE | re.IGNORECASE)
+FACT = re.compile(_FACTS, re.VERBOSE | re.IGNORECASE)  # what the passages state is read for numbers and months
 SPAN_GAP = re.compile(r"[\s,]*|\s+(?:of|de|von|van)\s+")  # what joins a date's or a name's atoms into one span
 
 
@@ -3636,14 +3637,14 @@ def known_atoms(texts):
     its unit or "?" (no unit), every month, every word as a name, and the texts themselves for quotes."""
     known, joined = set(), " ".join(" ".join(text.lower().replace("’", "'").split()) for text in texts)
     for text in texts:
-        for match in SPECIFIC.finditer(text):
+        for match in FACT.finditer(text):
             if match.lastgroup == "iso" or match["number"]:
                 for atom in specific_atoms(match, text) or [f"n:{number_value(match)}"]:  # ("one" too)
                     value, _, unit = atom.partition(":")[2].partition(":")
                     known.update((f"n:{value}", f"n:{value}:{unit or '?'}") if atom.startswith("n:") else (atom,))
             elif match.lastgroup == "month" and match.group()[0].isupper():
                 known.update(specific_atoms(match, text))
-    known.update("w:" + re.sub(r"['’]s$", "", word) for word in re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", joined))
+    known.update("w:" + (word[:-2] if word.endswith("'s") else word) for word in set(re.findall(WORD_OR_NAME, joined)))
     return known, joined
 
 

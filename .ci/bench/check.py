@@ -16,6 +16,7 @@ with one fact changed) are made by /tmp/checkdata/build.py; see its README.txt.
     python3 .ci/bench/check.py --data DIR --rag OTHER/rag.py --jobs 8 --limit 100
     python3 .ci/bench/check.py --data DIR --show-wrong 5      # and why: each sentence's verdict and missing
     python3 .ci/bench/check.py --data DIR --args "--mode lexical" --save runs.jsonl
+    python3 .ci/bench/check.py --time 200     # the milliseconds the check adds to a ten-sentence answer
 
 Reports one line a set: the texts run; the balanced accuracy of the verdict (the mean of the two rates
 below); false marks, the correct texts marked as not supported (goal on HaluEval's right answers: at most
@@ -196,10 +197,45 @@ def show_wrong(name, results, count):
                 print(f"              quote: {cut(s['quote'], 110)}")
 
 
+TEN_SENTENCES = ("Expense reports must be filed within 30 days of the expense [1]. For a business trip the 30 days "
+                 "start on the last day of the trip [1]. A late report needs the approval of your department head [1]. "
+                 "Finance processes late reports only once a month [1]. Expenses older than 90 days are not reimbursed "
+                 "[1]. The CFO can grant an exception for a long illness [1]. Reports are filed in PeopleHub [2]. "
+                 "Receipts must be attached as photos or scans [2]. The last day to file them is 31 December, 2024 [3]. "
+                 "Reports above EUR 5,000 go to the CFO [4].")
+
+
+def time_check(rag_path, repeats):
+    """Print the milliseconds that the check adds to an answer of ten sentences over the handbook's five best
+    passages for its question, in this process (the median of repeats)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(rag_path)))
+    import rag  # noqa: E402  (the rag.py given)
+    index = rag.Index()
+    with rag.transaction(index.db, index.path):  # the handbook, indexed in memory
+        rag.add_part(index, rag.make_part([rag.File(rag.DEFAULT_DOCS, "handbook.txt", rag.READERS[".txt"], "0 0 0")]))
+        for extra in rag.INDEX_EXTRAS.values():
+            extra["updated"](index)
+    index.read_lengths()
+    config = rag.Config(mode="lexical", k=5)
+    question = "When do I have to file my expense report?"
+    hits = rag.retrieve(index, question, config).found[:5]
+    answer = rag.Answer(question, "lexical", hits, hits=hits, text=TEN_SENTENCES)
+    spent = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        checked = rag.check_answer(index, answer)
+        spent.append(time.perf_counter() - started)
+    print(f"the check of {len(checked.check)} sentences over {len(hits)} passages "
+          f"({sum(len(hit.chunk.text) for hit in hits):,} characters): median {1000 * percentile(spent, 0.5):.1f} ms, "
+          f"90th percentile {1000 * percentile(spent, 0.9):.1f} ms, first {1000 * spent[0]:.1f} ms; "
+          f"{sum(e.supported for e in checked.check)} found")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", action="append", required=True, metavar="SET",
+    parser.add_argument("--data", action="append", metavar="SET",
                         help="a folder with labels.jsonl (repeatable)")
+    parser.add_argument("--time", type=int, metavar="N", help="instead: time the check in-process, N times (see time_check)")
     parser.add_argument("--rag", default=os.path.join(ROOT, "rag.py"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="runs at once (default: %(default)s)")
     parser.add_argument("--limit", type=int, help="only the first N texts of each set")
@@ -209,6 +245,10 @@ def main():
     parser.add_argument("--save", metavar="FILE", help="write every run as a JSON line (id, set, label, verdict, "
                                                        "seconds, check), to compare versions")
     args = parser.parse_args()
+    if args.time:
+        return time_check(args.rag, args.time)
+    if not args.data:
+        parser.error("give --data SET (or --time N)")
     rows, runs = [], {}
     for folder in args.data:
         name = os.path.basename(os.path.normpath(folder))
