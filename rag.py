@@ -105,7 +105,6 @@ CONNECT_TIMEOUT = 5.0    # seconds to wait for the server to accept a request
 BUSY_SECONDS = 1.0       # while a server answers 503 (busy, loading its model), ask again this often
 UNDERCOUNT_SHARE = 0.5   # a server that read fewer than this share of the estimated prompt tokens cut it
 READ_TIMEOUT = 300.0     # seconds to wait for an answer to start: the first call loads the model
-SUPPORT_SHARE = 0.3    # of an answer sentence's words (by idf) that a passage sentence or two must hold (README, "Check")
 REFUSAL = "I cannot answer that from the documents."  # the one sentence for "not in the sources"
 NEW_TOPIC = "/new"       # typed at the interactive prompt, it ends a conversation's follow-ups
 NOT_ASKED = "the model was not asked: no passage shares a word with the question"
@@ -163,14 +162,12 @@ def warn(message):
     say("rag.py: warning: " + message)
 
 
-def error(message):
-    """Tell the user why something failed, on one stderr line."""
-    say("rag.py: " + message)
-
-
 def inform(message):
     """Tell the user what a long step is doing, on one stderr line: news, not a warning."""
     say("rag.py: " + message)
+
+
+error = inform  # why something failed: one stderr line too
 
 
 def say(line):
@@ -194,10 +191,7 @@ def printable(text, lines=False):
 
 
 def counted(n, noun):
-    """Return a count with its noun, singular for one.
-
-    Example: counted(1, "file") -> "1 file"; counted(1200, "chunk") -> "1,200 chunks"
-    """
+    """Return a count with its noun, singular for one: counted(1, "file") -> "1 file", 1200 -> "1,200 files"."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
@@ -298,19 +292,7 @@ class Answer:
     citations: list = ()            # the numbers of the hits the text cites, in order
     warnings: list = ()
     failure: BaseException = None   # what stopped the model (a RagError, or Ctrl-C), if anything
-    check: tuple = ()               # the Evidence for each sentence of the text that states something (Check)
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One sentence of an answer, and the sentence or two of a given passage that hold most of its words."""
-    text: str
-    at: int                         # its place among the answer's sentences, from 1
-    supported: bool                 # its words are there (SUPPORT_SHARE), and every specific it states
-    share: float = 0.0              # of its words (weighed by idf) that the quote holds
-    passage: int = 0                # the number of the hit that holds them
-    quote: str = ""
-    missing: tuple = ()             # its specifics in no passage nor the question ("31 December, 2024")
+    check: tuple = ()               # the evidence for each of its sentences (Appendix: answers you can check)
 
 
 # Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
@@ -2322,14 +2304,12 @@ def hybrid_score(relevance, cosine):
 
 
 def hybrid_ranking(index, query, depth, embeddings):
-    """Return the depth best chunks by a weighted sum of lexical relevance and cosine similarity
-    (a convex combination: Bruch, Gai & Ingber 2023).
-
-    Both parts are on fixed scales: relevance is the BM25 score over the question's ideal score,
-    cosine lies in [-1, 1]. So an embedding model that cannot tell the chunks apart (it gives them
-    nearly equal cosines, as an English model does for Japanese) changes the order little, where rank
-    fusion would let its noise decide. The candidates are the best chunks by words (FUSION_DEPTH, or
-    depth when more are asked for), and when words find fewer, the shortlist by meaning too."""
+    """Return the depth best chunks by a weighted sum of lexical relevance and cosine similarity (a convex
+    combination: Bruch, Gai & Ingber 2023). Both parts are on fixed scales: relevance is the BM25 score over
+    the question's ideal score, cosine lies in [-1, 1]. So an embedding model that cannot tell the chunks
+    apart (as an English model for Japanese) changes the order little, where rank fusion would let its
+    noise decide. The candidates are the best chunks by words (FUSION_DEPTH, or depth when more are asked
+    for), and when words find fewer, the shortlist by meaning too."""
     wanted = max(depth, FUSION_DEPTH)
     by_words = dict(index.search(query.weights, wanted, query.within))
     vector = question_vector(query.text, embeddings)
@@ -2518,14 +2498,11 @@ def ranked_sentences(index, parts, first, query, k, embeddings=None):
 
 def focus(index, hits, query, k, room=math.inf, embeddings=None):
     """Return the hits with the part of each that the model is given: the best hit whole (the answer is
-    most often there, in words the question may not share) where it fits the budget and the room left in
-    the context (tokens), then of the others (of all, where it does not) the best sentences
-    (ranked_sentences), each with the sentence before it (which "it" or "this" may need) where both fit,
-    else alone if it scores, until FOCUS_SHARE of the k best hits' characters are given (or
-    FOCUS_MIN_CHARS), or the room is full. A sentence already given (a repeated title) is not given again;
-    a hit left with nothing is not given. Most of a chunk does not hold the answer, and a laptop reads a
-    prompt at tens of tokens a second (README, "Focus").
-
+    most often there) where it fits the budget and the room left (tokens), then of the others the best
+    sentences (ranked_sentences), each with the one before it ("it" may need it) where both fit, until
+    FOCUS_SHARE of the k best hits' characters (or FOCUS_MIN_CHARS) are given or the room is full. A
+    sentence given already is not given again. Most of a chunk does not hold the answer, and a laptop reads
+    a prompt at tens of tokens a second (README, "Focus").
     Example: "Book early. Trains are fine." asked "when to book?" -> given "Book early. […]" (at a small budget)
     """
     budget = max(FOCUS_SHARE * sum(len(hit.chunk.text) for hit in hits[:k]), FOCUS_MIN_CHARS)
@@ -2666,7 +2643,7 @@ def prompt_for(index, answer, config, earlier=(), embeddings=None):
 
 # ---------------------------------------------------------------------------------------------------
 # Generate: the request -> the answer, streamed from the model server, with thinking removed and its
-# citations checked.
+# citations checked. ask(), last, is one question's whole journey through the stages above.
 # ---------------------------------------------------------------------------------------------------
 
 def without_thinking(pieces):
@@ -2787,95 +2764,14 @@ def generate(answer, config, on_text=None):
                    warnings=answer.warnings + tuple(warnings + final_warnings(final, answer.request)))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Check: the answer -> each of its sentences with the evidence for it. A small model writes an invented
-# date under a right-looking [1] as readily as a true one, so each sentence is matched with the sentence
-# or two of the given passages that hold most of its words (the passage it cites first, then the others),
-# and each number, date, name and quoted phrase it states must be in the passages or the question.
-# ask(), last, is one question's whole journey through the stages above.
-# ---------------------------------------------------------------------------------------------------
-
-def check_answer(index, answer):
-    """Return the answer with the evidence for each of its sentences (answer.check): see check_sentences."""
-    if answer.failure or not answer.text or is_refusal(answer.text):
-        return answer
-    return replace(answer, check=check_sentences(index, answer.text, answer.question, answer.hits))
-
-
-def check_sentences(index, text, question, hits, hits_of=None):
-    """Return the Evidence for each sentence of text that states something, given the numbered hits (any of
-    them may support a sentence, or those of hits_of(sentence), a list of numbers, when given)."""
-    texts = [hit.given or hit.chunk.text for hit in hits]
-    missing_in, asked, quotes = HOOKS["specifics"](texts + [question]), set(tokenize(question)), list(map(quotes_of, texts))
-    checked = []
-    for at, sentence in enumerate(claims(text), 1):
-        bare = re.sub(r"\s*" + CITATION.pattern, "", sentence)
-        # Its words weigh as in search (a rare word says more); numbers are checked as specifics.
-        words = {token: index.idf(token) for token in set(tokenize(bare)) if not token.isdigit()}
-        missing = missing_in(bare)
-        if not (words.keys() - asked or missing):
-            continue  # it says nothing the question did not
-        numbers = hits_of(sentence) if hits_of else range(1, len(hits) + 1)
-        cited = [n for n in check_citations(sentence, len(hits))[0] if n in numbers]
-        share, number, quote = best_evidence(words, asked, quotes, cited)
-        if share < SUPPORT_SHARE or not number:  # not in the passage it cites (or none): in another?
-            other = best_evidence(words, asked, quotes, numbers)
-            share, number, quote = other if other[0] > share or not number else (share, number, quote)
-        checked.append(Evidence(" ".join(bare.split()), at, share >= SUPPORT_SHARE and not missing, share, number,
-                                quote, tuple(missing)))
-    return tuple(checked)
-
-
-def quotes_of(text):
-    """Return [(quote, its tokens)] of a passage's text: each sentence, then each two neighbours (where the
-    second says "it" of the first), not across a cut."""
-    singles = [(piece, set(tokenize(piece))) for part in text.split(CUT.strip())
-               for piece in map(" ".join, map(str.split, sentences(part))) if piece]
-    pairs = [(a + " " + b, tokens_a | tokens_b) for (a, tokens_a), (b, tokens_b) in zip(singles, singles[1:])]
-    return singles + pairs
-
-
-ITEM_MARKER = re.compile(r"^\s*(?:[-*+•>#]+|\d+[.)])\s+")  # "- ", "## ", "3. ", "3) " ("3 days" is no marker)
-
-
-def claims(text):
-    """Return the sentences of an answer, each line's list marker and bold marks left out; a line ends one."""
-    lines = [re.sub(r"[*_`]+", "", ITEM_MARKER.sub("", line)) for line in without_code(text).splitlines()]
-    return [part.strip() for line in lines for part in sentences(line) if part.strip()]
-
-
-def best_evidence(words, asked, quotes, numbers):
-    """Return (share, hit number, quote) of the quote (of each hit's quotes_of) that holds the largest share of
-    the words (by their weights; a word of the question needs no quote) and, of equals, most of them; among
-    the hits in numbers, the first of equals wins."""
-    total, best = sum(words.values()) or 1.0, (0.0, 0.0, 0, "")
-    given = sum(weight for token, weight in words.items() if token in asked)
-    for number in numbers:
-        for quote, held in quotes[number - 1]:
-            found = sum(weight for token, weight in words.items() if token in held)
-            share = (found + sum(weight for token, weight in words.items() if token in asked and token not in held)) / total
-            if share > best[0] + 1e-9 or share > best[0] - 1e-9 and found > best[1] + 1e-9:
-                best = (share, found, number, quote)
-    return best[0] if best[2] else given / total, best[2], best[3]
-
-
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def numbers_missing(texts):
-    """Return a function that gives the numbers of a sentence that none of texts states: the core's own way
-    (Appendix: specifics knows units, dates, names and quotes)."""
-    known = set(NUMBER.findall(" ".join(texts)))
-    return lambda sentence: [number for number in NUMBER.findall(sentence) if number not in known]
-
-
-HOOKS["specifics"] = numbers_missing
+# An answer is not checked, nor its check shown, until Appendix: answers you can check sets these.
+HOOKS.update(check=lambda index, answer: answer, print_check=lambda check: None, answer_json=lambda check: {})
 
 
 def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
     """Answer one question, which may follow up on the earlier turns [(question, answer)]: retrieve the
     hits, build the prompt (or refuse when nothing was found), ask the model unless config.send is
-    False, and check the answer's citations."""
+    False, and check the answer (its citations; each sentence: HOOKS["check"])."""
     answer = Answer(question, config.mode, [])
     try:
         answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
@@ -2885,7 +2781,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
         return answer
-    return check_answer(index, generate(answer, config, on_text))                                     # Generate, Check
+    return HOOKS["check"](index, generate(answer, config, on_text))                                   # Generate
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2948,35 +2844,13 @@ def print_answer(answer, as_json):
             print_hits(answer.question, answer.hits, False)
         return
     print() if answer.request else print(answer.text)  # an answer from the model was streamed already
-    print_check(answer.check)
+    HOOKS["print_check"](answer.check)
     for warning in answer.warnings:
         warn(warning)
     if answer.citations:
         print_sources(answer.hits, answer.citations, "Sources:")
     elif answer.request:  # an answer is never left without the passages it came from
         print_sources(answer.hits, range(1, len(answer.hits) + 1), "Passages given (the answer cites none):")
-
-
-def print_check(check):
-    """Print under an answer each sentence whose evidence was not found, the specifics in no passage, and
-    how many sentences were found."""
-    if not check:
-        return
-    print()
-    for evidence in check:
-        if not evidence.supported:
-            print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 30))}" (sentence {evidence.at})')
-    missing = [f'"{printable(span)}" (sentence {evidence.at})' for evidence in check for span in evidence.missing]
-    if missing:
-        print(f"  not in the passages: {', '.join(missing)}")
-    print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages")
-
-
-def check_json(check):
-    """Return the JSON contract's "check" of an answer: whether every sentence is supported, and each one."""
-    return {"supported": all(e.supported for e in check), "sentences": [
-        {"text": e.text, "supported": e.supported, "passage": e.passage, "quote": e.quote, "missing": list(e.missing)}
-        for e in check]}
 
 
 def print_sources(hits, numbers, title):
@@ -2993,7 +2867,7 @@ def answer_line(answer):
         failure = "interrupted" if isinstance(answer.failure, KeyboardInterrupt) else str(answer.failure)
         return json_line(answer.question, answer.hits, answer=answer.text or None, citations=[],
                          warnings=list(answer.warnings), error=failure)
-    checked = {"check": check_json(answer.check)} if answer.text and answer.request else {}
+    checked = HOOKS["answer_json"](answer.check) if answer.text and answer.request else {}
     return json_line(answer.question, answer.hits, answer=answer.text, citations=list(answer.citations),
                      warnings=list(answer.warnings), **checked)
 
@@ -3320,6 +3194,132 @@ def run_question(index, question, config, embeddings, args, earlier=()):
     if answer.failure:
         raise answer.failure
     return answer
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: answers you can check. A small model writes an invented date under a right-looking [1] as
+# readily as a true one, so each sentence of an answer is matched with the sentence or two of the given
+# passages that hold most of its words (the passage it cites first, then the others), and each number it
+# states must be in the passages or the question (Appendix: specifics adds dates, names and quotes).
+# Shown under the answer, in --json ("check"), in --explain and on the page. Sets HOOKS["check"].
+# ---------------------------------------------------------------------------------------------------
+
+SUPPORT_SHARE = 0.3    # of an answer sentence's words (by idf) that a passage sentence or two must hold (README, "Answers you can check")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One sentence of an answer, and the sentence or two of a given passage that hold most of its words."""
+    text: str
+    at: int                         # its place among the answer's sentences, from 1
+    supported: bool                 # its words are there (SUPPORT_SHARE), and every specific it states
+    share: float = 0.0              # of its words (weighed by idf) that the quote holds
+    passage: int = 0                # the number of the hit that holds them
+    quote: str = ""
+    missing: tuple = ()             # its specifics in no passage nor the question ("31 December, 2024")
+
+
+
+def check_answer(index, answer):
+    """Return the answer with the evidence for each of its sentences (answer.check): see check_sentences."""
+    if answer.failure or not answer.text or is_refusal(answer.text):
+        return answer
+    return replace(answer, check=check_sentences(index, answer.text, answer.question, answer.hits))
+
+
+def check_sentences(index, text, question, hits, hits_of=None):
+    """Return the Evidence for each sentence of text that states something, given the numbered hits (any of
+    them may support a sentence, or those of hits_of(sentence), a list of numbers, when given)."""
+    texts = [hit.given or hit.chunk.text for hit in hits]
+    missing_in, asked, quotes = HOOKS["specifics"](texts + [question]), set(tokenize(question)), list(map(quotes_of, texts))
+    checked = []
+    for at, sentence in enumerate(claims(text), 1):
+        bare = re.sub(r"\s*" + CITATION.pattern, "", sentence)
+        # Its words weigh as in search (a rare word says more); numbers are checked as specifics.
+        words = {token: index.idf(token) for token in set(tokenize(bare)) if not token.isdigit()}
+        missing = missing_in(bare)
+        if not (words.keys() - asked or missing):
+            continue  # it says nothing the question did not
+        numbers = hits_of(sentence) if hits_of else range(1, len(hits) + 1)
+        cited = [n for n in check_citations(sentence, len(hits))[0] if n in numbers]
+        share, number, quote = best_evidence(words, asked, quotes, cited)
+        if share < SUPPORT_SHARE or not number:  # not in the passage it cites (or none): in another?
+            other = best_evidence(words, asked, quotes, numbers)
+            share, number, quote = other if other[0] > share or not number else (share, number, quote)
+        checked.append(Evidence(" ".join(bare.split()), at, share >= SUPPORT_SHARE and not missing, share, number,
+                                quote, tuple(missing)))
+    return tuple(checked)
+
+
+def quotes_of(text):
+    """Return [(quote, its tokens)] of a passage's text: each sentence, then each two neighbours (where the
+    second says "it" of the first), not across a cut."""
+    singles = [(piece, set(tokenize(piece))) for part in text.split(CUT.strip())
+               for piece in map(" ".join, map(str.split, sentences(part))) if piece]
+    pairs = [(a + " " + b, tokens_a | tokens_b) for (a, tokens_a), (b, tokens_b) in zip(singles, singles[1:])]
+    return singles + pairs
+
+
+ITEM_MARKER = re.compile(r"^\s*(?:[-*+•>#]+|\d+[.)])\s+")  # "- ", "## ", "3. ", "3) " ("3 days" is no marker)
+
+
+def claims(text):
+    """Return the sentences of an answer, each line's list marker and bold marks left out; a line ends one."""
+    lines = [re.sub(r"[*_`]+", "", ITEM_MARKER.sub("", line)) for line in without_code(text).splitlines()]
+    return [part.strip() for line in lines for part in sentences(line) if part.strip()]
+
+
+def best_evidence(words, asked, quotes, numbers):
+    """Return (share, hit number, quote) of the quote (of each hit's quotes_of) that holds the largest share of
+    the words (by their weights; a word of the question needs no quote) and, of equals, most of them; among
+    the hits in numbers, the first of equals wins."""
+    total, best = sum(words.values()) or 1.0, (0.0, 0.0, 0, "")
+    given = sum(weight for token, weight in words.items() if token in asked)
+    for number in numbers:
+        for quote, held in quotes[number - 1]:
+            found = sum(weight for token, weight in words.items() if token in held)
+            share = (found + sum(weight for token, weight in words.items() if token in asked and token not in held)) / total
+            if share > best[0] + 1e-9 or share > best[0] - 1e-9 and found > best[1] + 1e-9:
+                best = (share, found, number, quote)
+    return best[0] if best[2] else given / total, best[2], best[3]
+
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers_missing(texts):
+    """Return a function that gives the numbers of a sentence that none of texts states: the core's own way
+    (Appendix: specifics knows units, dates, names and quotes)."""
+    known = set(NUMBER.findall(" ".join(texts)))
+    return lambda sentence: [number for number in NUMBER.findall(sentence) if number not in known]
+
+
+HOOKS["specifics"] = numbers_missing
+
+
+def print_check(check):
+    """Print under an answer each sentence whose evidence was not found, the specifics in no passage, and
+    how many sentences were found."""
+    if not check:
+        return
+    print()
+    for evidence in check:
+        if not evidence.supported:
+            print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 30))}" (sentence {evidence.at})')
+    missing = [f'"{printable(span)}" (sentence {evidence.at})' for evidence in check for span in evidence.missing]
+    if missing:
+        print(f"  not in the passages: {', '.join(missing)}")
+    print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages")
+
+
+def check_json(check):
+    """Return the JSON contract's "check" of an answer: whether every sentence is supported, and each one."""
+    return {"supported": all(e.supported for e in check), "sentences": [
+        {"text": e.text, "supported": e.supported, "passage": e.passage, "quote": e.quote, "missing": list(e.missing)}
+        for e in check]}
+
+
+HOOKS.update(check=check_answer, print_check=print_check, answer_json=lambda check: {"check": check_json(check)})
 
 
 # ---------------------------------------------------------------------------------------------------
