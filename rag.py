@@ -3231,7 +3231,8 @@ def check_sentences(index, text, question, hits, hits_of=None):
     """Return the Evidence for each sentence of text that states something, given the numbered hits (any of
     them may support a sentence, or those of hits_of(sentence), a list of numbers, when given)."""
     texts = [hit.given or hit.chunk.text for hit in hits]
-    missing_in, asked, quotes = HOOKS["specifics"](texts + [question]), set(tokenize(question)), list(map(quotes_of, texts))
+    asked = set(tokenize(question + " " + REFUSAL))  # their words need no passage ("The answer is ...")
+    missing_in, quotes = HOOKS["specifics"](texts + [question]), list(map(quotes_of, texts))
     checked = []
     for at, sentence in enumerate(claims(text), 1):
         bare = re.sub(r"\s*" + CITATION.pattern, "", sentence)
@@ -3297,6 +3298,11 @@ def numbers_missing(texts):
 HOOKS["specifics"] = numbers_missing
 
 
+def quoted(span):
+    """Return a span in double quotes, unless it is a quotation already."""
+    return span if span[:1] in "\"“«「" else f'"{span}"'
+
+
 def print_check(check):
     """Print under an answer each sentence whose evidence was not found, the specifics in no passage, and
     how many sentences were found."""
@@ -3306,7 +3312,7 @@ def print_check(check):
     for evidence in check:
         if not evidence.supported:
             print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 30))}" (sentence {evidence.at})')
-    missing = [f'"{printable(span)}" (sentence {evidence.at})' for evidence in check for span in evidence.missing]
+    missing = [f"{quoted(printable(span))} (sentence {evidence.at})" for evidence in check for span in evidence.missing]
     if missing:
         print(f"  not in the passages: {', '.join(missing)}")
     print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages")
@@ -3540,7 +3546,7 @@ def print_evidence(check, hits):
         else:
             print("   NOT FOUND: no passage holds its words")
         if evidence.missing:
-            print(wrapped(f"not in the documents: {', '.join(printable(repr(span)) for span in evidence.missing)}", "   ", "     "))
+            print(wrapped(f"not in the documents: {', '.join(quoted(printable(span)) for span in evidence.missing)}", "   ", "     "))
     found = sum(evidence.supported for evidence in check)
     print(f"checked: {found} of {counted(len(check), 'sentence')} found in the documents")
 

@@ -2653,6 +2653,7 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(self.check("Annual leave: 25 days.", question="Is annual leave 25 days?"), ())
         self.assertEqual([(e.supported, e.missing) for e in self.check("Yes, annual leave is 25 days a year.",
                                                                        question="Is annual leave 25 days?")], [(True, ())])
+        self.assertEqual(self.check("The answer is not in the documents."), ())  # ("The answer is 25 days": no "answer")
         self.assertEqual(rag.check_answer(index_of(self.LEAVE), rag.Answer("q", "lexical", [], text=rag.REFUSAL,
                                                                         hits=hits_of(self.LEAVE))).check, ())
 
@@ -2688,6 +2689,10 @@ class CheckOutputTest(unittest.TestCase):
                       '  not in the passages: "31 December, 2024" (sentence 2)\n'
                       "checked: 1 of 2 sentences found in the passages\n\nSources:\n  [1] handbook.txt:", out)
 
+    def test_a_quotation_not_in_the_passages_is_shown_in_its_own_marks(self):
+        code, out, err = self.ask('Expense reports are due within 30 days [1], on the form “Blue Claim” [1].')
+        self.assertIn('  not in the passages: “Blue Claim” (sentence 1)\n', out)
+
     def test_json_gives_the_check_of_each_sentence(self):
         code, out, err = self.ask("Expense reports are due within 30 days [1]. File them by 31 December, 2024 [1].", "--json")
         check = json.loads(out)["check"]
@@ -2703,7 +2708,7 @@ class CheckOutputTest(unittest.TestCase):
         self.assertEqual((code, err), (3, ""))
         self.assertRegex(out, r'^1\. Expense reports must be filed within 30 days of the expense\.\n   found in handbook\.txt:\d+-\d+ ')
         self.assertIn("2. The CEO is Maria Rossi.\n   NOT FOUND in handbook.txt:", out)
-        self.assertIn("   not in the documents: 'Maria Rossi'\nchecked: 1 of 2 sentences found in the documents\n", out)
+        self.assertIn('   not in the documents: "Maria Rossi"\nchecked: 1 of 2 sentences found in the documents\n', out)
         code, out, err = run_main(["--mode", "lexical", "--json", "--check", "Expense reports must be filed within 30 days."])
         line = json.loads(out)
         self.assertEqual((code, line["question"], line["check"]["supported"]), (0, None, True))
