@@ -8267,7 +8267,7 @@ function checked(view, sentences, head) {  // each sentence beside its evidence:
       : el('span', '', said.text);
     text.addEventListener('click', (event) => { event.preventDefault(); if (said.passage) show(head, said.passage - 1, [said.quote]); });
     return el('li', said.supported ? 'yes' : 'no', el('span', 'verdict', said.supported ? 'found' : 'not found'), text,
-      said.missing.length ? el('span', 'missing', 'Not in the passages: ' + said.missing.map((m) => `“${m}”`).join(', ')) : '');
+      said.missing.length ? el('span', 'missing', 'Not in the passages: ' + said.missing.map((m) => '"“«「'.includes(m[0]) ? m : `“${m}”`).join(', ')) : '');
   });
   const summary = el('summary', '', `Checked: ${found} of ${count(sentences.length, 'sentence')} found in the passages`);
   const box = el('details', found < sentences.length ? 'check some' : 'check', summary, el('ol', '', ...items));
