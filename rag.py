@@ -266,6 +266,7 @@ class Config:
     cache: str = ""                 # folder of the index and the embeddings; "" keeps none
     max_file_bytes: int = MAX_FILE_BYTES  # larger files are skipped
     send: bool = True               # False: build the request to the model but do not send it
+    opinion: bool = False           # ask the model too whether each sentence's evidence holds it (--second-opinion)
     key: str = field(default="", repr=False)  # the server's API key: sent to it alone, never printed
 
 
@@ -2765,7 +2766,7 @@ def generate(answer, config, on_text=None):
 
 
 # An answer is not checked, nor its check shown, until Appendix: answers you can check sets these.
-HOOKS.update(check=lambda index, answer: answer, print_check=lambda check: None, answer_json=lambda check: {})
+HOOKS.update(check=lambda index, answer, config: answer, print_check=lambda check: None, answer_json=lambda check: {})
 
 
 def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
@@ -2781,7 +2782,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
         return answer
-    return HOOKS["check"](index, generate(answer, config, on_text))                                   # Generate
+    return HOOKS["check"](index, generate(answer, config, on_text), config)                           # Generate
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2956,7 +2957,8 @@ def config_from(args):
     return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
                   k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
                   context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
-                  send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20))
+                  send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20),
+                  opinion=getattr(args, "second_opinion", False))
 
 
 def ready(config, args):
@@ -3217,14 +3219,18 @@ class Evidence:
     passage: int = 0                # the number of the hit that holds them
     quote: str = ""
     missing: tuple = ()             # its specifics in no passage nor the question ("31 December, 2024")
+    opinion: str = ""               # the model's second opinion of the quote: "yes", "no", "" (not asked, unclear)
 
 
 
-def check_answer(index, answer):
-    """Return the answer with the evidence for each of its sentences (answer.check): see check_sentences."""
+def check_answer(index, answer, config=None):
+    """Return the answer with the evidence for each of its sentences (answer.check): see check_sentences;
+    with config.opinion, the model's second opinion too (and a warning if it could not be had)."""
     if answer.failure or not answer.text or is_refusal(answer.text):
         return answer
-    return replace(answer, check=check_sentences(index, answer.text, answer.question, answer.hits))
+    check = check_sentences(index, answer.text, answer.question, answer.hits)
+    check, warnings = second_opinion(check, config) if config and config.opinion else (check, [])
+    return replace(answer, check=check, warnings=answer.warnings + tuple(warnings))
 
 
 def check_sentences(index, text, question, hits, hits_of=None):
@@ -3298,6 +3304,47 @@ def numbers_missing(texts):
 HOOKS["specifics"] = numbers_missing
 
 
+# A second opinion (--second-opinion, off by default): the model is asked, for each sentence and its quote,
+# whether the quote supports it. A capable model sees "staff" and "employees" as one, or a date moved to
+# another deadline; a small one says "yes" to anything. Its "yes" or "no" decides a quoted sentence's
+# verdict (a specific in no passage still marks it); any other reply leaves the verdict by words.
+OPINION_RULES = ("You check a sentence against a quote from a document. Reply with one word: yes if the quote "
+                 "states everything the sentence says, no if it does not.")
+OPINION_TOKENS = 4        # the reply read: "yes" or "no" (a thinking model's reply is cut: unclear)
+OPINION_MAX_SENTENCES = 20  # of one answer or text, the first this many quoted sentences are asked about
+
+
+def second_opinion(check, config):
+    """Return (the check with the model's opinion of each quoted sentence, [a warning if it failed])."""
+    opinions, asked = [], 0
+    for evidence in check:
+        if not evidence.quote or asked >= OPINION_MAX_SENTENCES:
+            opinions.append(evidence)
+            continue
+        try:
+            opinion = ask_opinion(evidence, config)
+        except RagError as e:  # the verdicts by words stand
+            return opinions + list(check[len(opinions):]), [f"no second opinion ({e}): the sentences are checked by words alone"]
+        asked += 1
+        supported = not evidence.missing and (opinion == "yes" or opinion != "no" and evidence.share >= SUPPORT_SHARE)
+        opinions.append(replace(evidence, opinion=opinion, supported=supported))
+    return tuple(opinions), []
+
+
+def ask_opinion(evidence, config):
+    """Return the model's word on whether the quote supports the sentence: "yes", "no" or "" (unclear)."""
+    question = f"Quote: {evidence.quote}\n\nSentence: {evidence.text}\n\nDoes the quote support the sentence, yes or no?"
+    messages = [{"role": "system", "content": OPINION_RULES}, {"role": "user", "content": question}]
+    request = APIS[config.api]["chat_request"](config, messages, estimate_tokens(OPINION_RULES + question))
+    short = dict(request.body, options=dict(request.body["options"], num_predict=OPINION_TOKENS)) if "options" in request.body \
+        else dict(request.body, max_tokens=OPINION_TOKENS)
+    reply = generate(Answer(evidence.text, config.mode, [], request=replace(request, body=short)), config)
+    if reply.failure:
+        raise reply.failure
+    word = re.match(r"\W*(yes|no)\b", reply.text.lower())
+    return word.group(1) if word else ""
+
+
 def quoted(span):
     """Return a span in double quotes, unless it is a quotation already."""
     return span if span[:1] in "\"“«「" else f'"{span}"'
@@ -3311,17 +3358,21 @@ def print_check(check):
     print()
     for evidence in check:
         if not evidence.supported:
-            print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 30))}" (sentence {evidence.at})')
+            said = "; the model says no" if evidence.opinion == "no" else ""
+            print(f'  not found: "{printable(textwrap.shorten(evidence.text, COLUMNS - 40))}" (sentence {evidence.at}{said})')
     missing = [f"{quoted(printable(span))} (sentence {evidence.at})" for evidence in check for span in evidence.missing]
     if missing:
         print(f"  not in the passages: {', '.join(missing)}")
-    print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages")
+    asked = sum(bool(e.opinion) for e in check)
+    print(f"checked: {sum(e.supported for e in check)} of {counted(len(check), 'sentence')} found in the passages"
+          + (f" (the model's second opinion on {asked})" if asked else ""))
 
 
 def check_json(check):
     """Return the JSON contract's "check" of an answer: whether every sentence is supported, and each one."""
     return {"supported": all(e.supported for e in check), "sentences": [
-        {"text": e.text, "supported": e.supported, "passage": e.passage, "quote": e.quote, "missing": list(e.missing)}
+        {"text": e.text, "supported": e.supported, "passage": e.passage, "quote": e.quote, "missing": list(e.missing),
+         "opinion": e.opinion or None}
         for e in check]}
 
 
@@ -3355,7 +3406,7 @@ def explain_question(index, question, config, embeddings, args, earlier=()):
     if args.search or args.show_prompt or answer.request is None:
         return answer
     stage("Answer")
-    answer = check_answer(index, generate(answer, config, print_text))
+    answer = check_answer(index, generate(answer, config, print_text), config)
     print_answer(answer, False)
     if answer.failure:
         raise answer.failure
@@ -3497,6 +3548,8 @@ def add_check_options(parser):
     """Add --check to the command line."""
     parser.add_argument("--check", metavar="TEXT", help="check each sentence of TEXT ('-': read it from stdin) "
                         "against the documents: the passage that holds it, or that none does (exit code 3)")
+    parser.add_argument("--second-opinion", action="store_true", help="ask the model too whether the passage "
+                        "sentence found for each sentence supports it (a capable model; slower)")
 
 
 def run_check(args, config):
@@ -3512,7 +3565,11 @@ def run_check(args, config):
         text = "\n".join(said[:CHECK_MAX_SENTENCES])
     index, embeddings, config = ready(config, args)
     hits, numbers_of = searched_for(index, claims(text), config, embeddings)
-    check = check_sentences(index, text, "", hits, numbers_of.get)
+    check, warnings = check_sentences(index, text, "", hits, numbers_of.get), []
+    if config.opinion:
+        check, warnings = second_opinion(check, config)
+    for warning in warnings:
+        warn(warning)
     if args.json:
         print(json_line(None, hits, text=text, check=check_json(check)), flush=True)
     else:
@@ -3541,7 +3598,8 @@ def print_evidence(check, hits):
     for evidence in check:
         print(wrapped(f"{evidence.at}. {printable(evidence.text)}", "", "   "))
         if evidence.passage:
-            print(wrapped(f"{'found' if evidence.supported else 'NOT FOUND'} in {chunk_label(hits[evidence.passage - 1].chunk)}: "
+            opinion = f" (the model says {evidence.opinion})" if evidence.opinion else ""
+            print(wrapped(f"{'found' if evidence.supported else 'NOT FOUND'}{opinion} in {chunk_label(hits[evidence.passage - 1].chunk)}: "
                           f"\"{printable(evidence.quote)}\"", "   ", "     "))
         else:
             print("   NOT FOUND: no passage holds its words")
@@ -7556,7 +7614,7 @@ def route_ask(handler, site, params):
         with site.queue.turn(on_wait):
             handler.timing["wait"] = time.monotonic() - started
             answer = generate(answer, config, lambda piece: piece and write_line(handler, json.dumps({"text": piece})))
-            answer = check_answer(snapshot.index, answer)
+            answer = check_answer(snapshot.index, answer, config)
             handler.timing["model"] = time.monotonic() - started - handler.timing["wait"]
     final = json.loads(answer_line(answer))
     final.update(warnings=list(map(for_page, final["warnings"])), **({"error": for_page(final["error"])} if "error" in final else {}))
@@ -8266,7 +8324,8 @@ function checked(view, sentences, head) {  // each sentence beside its evidence:
     const text = said.passage ? Object.assign(el('a', '', said.text), {href: '#passage', title: 'Show where the passages say it'})
       : el('span', '', said.text);
     text.addEventListener('click', (event) => { event.preventDefault(); if (said.passage) show(head, said.passage - 1, [said.quote]); });
-    return el('li', said.supported ? 'yes' : 'no', el('span', 'verdict', said.supported ? 'found' : 'not found'), text,
+    const verdict = (said.supported ? 'found' : 'not found') + (said.opinion ? ` · the model says ${said.opinion}` : '');
+    return el('li', said.supported ? 'yes' : 'no', el('span', 'verdict', verdict), text,
       said.missing.length ? el('span', 'missing', 'Not in the passages: ' + said.missing.map((m) => '"“«「'.includes(m[0]) ? m : `“${m}”`).join(', ')) : '');
   });
   const summary = el('summary', '', `Checked: ${found} of ${count(sentences.length, 'sentence')} found in the passages`);

@@ -2674,6 +2674,102 @@ class CheckTest(unittest.TestCase):
         self.assertTrue(self.check("年次有給休暇は20日です。", question="休暇は何日？", texts=(text,))[0].supported)
 
 
+class SecondOpinionTest(unittest.TestCase):
+    """--second-opinion: the model is asked, for each sentence and its quote, whether the quote supports it;
+    its yes or no decides the sentence's verdict, any other reply (or a failure) leaves the verdict by words."""
+
+    ANSWER = "Expense reports are due within 30 days [1]. Staff hand them in within the month [1]."
+    QUESTION = "When do I have to file my expense report?"
+
+    def fake(self, opinions, server=FakeOllama):
+        """A fake server that answers the question, then gives the opinions in turn (500 for "fail")."""
+        said = iter(opinions)
+
+        def chat(handler, body):
+            reply = self.ANSWER if body["messages"][0]["content"] != rag.OPINION_RULES else next(said, "")
+            if reply == "fail":
+                return handler.reply(500, HTTP_500)
+            if server is FakeOllama:
+                handler.stream(answer_lines(reply))
+            else:
+                handler.events(sse_chunks(reply))
+        fake = server(chat=chat) if server is FakeOllama else server()
+        if server is not FakeOllama:
+            fake.on_v1_chat_completions = chat
+        self.addCleanup(fake.close)
+        return fake
+
+    def asked(self, fake):
+        return [body for _, path, body in fake.requests if body and body.get("messages")
+                and body["messages"][0]["content"] == rag.OPINION_RULES]
+
+    def test_the_models_yes_or_no_decides_each_quoted_sentence(self):
+        fake = self.fake(["No.", "Yes, it does."])
+        code, out, err = run_main(["--host", fake.url, "--second-opinion", "--json", self.QUESTION])
+        sentences = json.loads(out)["check"]["sentences"]
+        self.assertEqual([(s["supported"], s["opinion"]) for s in sentences], [(False, "no"), (True, "yes")])
+        first = self.asked(fake)[0]
+        self.assertIn("Quote: Expense reports must be filed within 30 days of the expense.\n\n"
+                      "Sentence: Expense reports are due within 30 days.", first["messages"][1]["content"])
+        self.assertEqual(first["options"]["num_predict"], rag.OPINION_TOKENS)  # a word, not an essay
+        self.assertEqual(len(self.asked(fake)), 2)
+
+    def test_the_terminal_says_what_the_model_said(self):
+        code, out, err = run_main(["--host", self.fake(["no", "yes"]).url, "--second-opinion", self.QUESTION])
+        self.assertIn('  not found: "Expense reports are due within 30 days." (sentence 1; the model says no)\n'
+                      "checked: 1 of 2 sentences found in the passages (the model's second opinion on 2)\n", out)
+
+    def test_an_unclear_reply_leaves_the_verdict_by_words(self):
+        fake = self.fake(["Maybe so.", "I think"])
+        code, out, err = run_main(["--host", fake.url, "--second-opinion", "--json", self.QUESTION])
+        by_words = json.loads(run_main(["--host", self.fake([]).url, "--json", self.QUESTION])[1])["check"]["sentences"]
+        sentences = json.loads(out)["check"]["sentences"]
+        self.assertEqual([s["supported"] for s in sentences], [s["supported"] for s in by_words])
+        self.assertEqual([s["supported"] for s in by_words], [True, False])  # so "no", "yes" turned both
+        self.assertEqual([s["opinion"] for s in sentences], [None, None])
+        self.assertEqual(len(self.asked(fake)), 2)
+
+    def test_a_failing_server_leaves_the_verdicts_by_words_with_one_warning(self):
+        fake = self.fake(["fail"])
+        code, out, err = run_main(["--host", fake.url, "--second-opinion", "--json", self.QUESTION])
+        line = json.loads(out)
+        self.assertEqual((code, [s["opinion"] for s in line["check"]["sentences"]]), (0, [None, None]))
+        self.assertEqual(len([w for w in line["warnings"] if w.startswith("no second opinion (Ollama failed with HTTP 500")]), 1)
+        self.assertEqual(len(self.asked(fake)), 1)  # not asked again for the next sentence
+
+    def test_off_by_default_and_through_an_openai_compatible_server_too(self):
+        fake = self.fake(["no", "no"])
+        run_main(["--host", fake.url, self.QUESTION])
+        self.assertEqual(self.asked(fake), [])
+        llama = self.fake(["no", "yes"], server=FakeLlamaServer)
+        code, out, err = run_main(["--host", llama.url + "/v1", "--second-opinion", "--json", self.QUESTION])
+        self.assertEqual([s["opinion"] for s in json.loads(out)["check"]["sentences"]], ["no", "yes"])
+        self.assertEqual(self.asked(llama)[0]["max_tokens"], rag.OPINION_TOKENS)
+
+    def test_the_page_asks_the_model_too_when_served_with_it(self):
+        fake = self.fake(["no", "yes"])
+        config = config_for(fake.url, opinion=True)
+        with contextlib.redirect_stderr(io.StringIO()):
+            server = rag.make_server(config, "127.0.0.1:0", None, 1)
+            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+                connection.request("POST", "/api/ask", json.dumps({"question": self.QUESTION}), {"Content-Type": "application/json"})
+                lines = [json.loads(line) for line in connection.getresponse().read().decode().splitlines()]
+                connection.close()
+            finally:
+                server.shutdown()
+                server.server_close()
+        check = [line["check"] for line in lines if "check" in line][0]
+        self.assertEqual([(s["supported"], s["opinion"]) for s in check["sentences"]], [(False, "no"), (True, "yes")])
+
+    def test_check_text_asks_the_model_too(self):
+        fake = self.fake(["yes"])
+        code, out, err = run_main(["--host", fake.url, "--second-opinion", "--check", "Staff may hand reports in late."])
+        self.assertRegex(out, r"found \(the model says yes\) in handbook\.txt:\d+-\d+")
+        self.assertEqual(code, 0)
+
+
 class CheckOutputTest(unittest.TestCase):
     """What the user sees of the check: under the answer, in --json, and with --check TEXT."""
 
