@@ -10,7 +10,7 @@ and the verdict is check.supported of the JSON line it prints: a text not suppor
 The runs of one set share a temporary XDG_CACHE_HOME (rag.py keeps its index there), removed at the end, so
 nothing is written to the user's cache; the two texts of one folder run one after the other, so the second
 finds the index that the first made. The sets of /tmp/checkdata (HaluEval QA and summaries, correct answers
-with one fact changed) are made by /tmp/checkdata/build.py; see its README.txt.
+with one fact changed) are made by .ci/bench/check_data.py.
 
     python3 .ci/bench/check.py --data /tmp/checkdata/halueval-qa [--data /tmp/checkdata/halueval-sum ...]
     python3 .ci/bench/check.py --data DIR --rag OTHER/rag.py --jobs 8 --limit 100
