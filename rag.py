@@ -8746,5 +8746,284 @@ async function about() {  // what is served; while the documents are first read,
 OPTIONS["serve"] = {"add": serve_options, "run": serve}
 
 
+# ---------------------------------------------------------------------------------------------------
+# Appendix: an MCP server. `--mcp` gives the documents to the assistants people already use (Claude
+# Desktop, Cursor, VS Code, LM Studio, ...) through the Model Context Protocol: JSON-RPC 2.0 messages,
+# one a line, on stdin and stdout (messages for people go to stderr). Its tools search, ask, list the
+# documents and give a passage whole; files that change are read again before the next call, as the page
+# does. Adds OPTIONS["mcp"].
+# ---------------------------------------------------------------------------------------------------
+
+MCP_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # agreed on by `initialize`, oldest first
+MCP_MODERN = ("2026-07-28",)  # each request names its version in params._meta (server/discover tells them)
+MCP_META = "io.modelcontextprotocol/"  # the prefix of the protocol's own _meta keys
+MCP_MAX_BYTES = 4 * 2**20   # a longer message is refused unread (a question is at most MAX_QUESTION_CHARS)
+MCP_EXCERPT_CHARS = 800     # of each hit's text, a search gives this much; the passage tool gives it whole
+MCP_MAX_K = 50              # the most hits a search or an answer may ask for
+
+MCP_ONLY = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TERMS,
+            "description": 'Ask within some documents only, as --only does: a folder ("/hr"), a name or glob '
+                           '("*.pdf", "handbook*"), a kind ("pdf"), a date ("since:2024-01-01").'}
+MCP_TOOLS = [
+    {"name": "search", "title": "Search the documents",
+     "description": "Find the passages of the user's documents that best match a question or keywords (BM25 over "
+                    "words; Chinese, Japanese and Korean too). Each hit gives its source file, lines or pages, "
+                    "heading and an excerpt; call passage for a hit's whole text. Use it before answering from "
+                    "the documents, and cite the sources.",
+     "inputSchema": {"type": "object", "properties": {
+         "question": {"type": "string", "description": "what to look for, in the documents' language"},
+         "k": {"type": "integer", "minimum": 1, "maximum": MCP_MAX_K, "description": f"how many hits (default {TOP_K})"},
+         "only": MCP_ONLY}, "required": ["question"], "additionalProperties": False}},
+    {"name": "ask", "title": "Ask the documents",
+     "description": "Answer a question from the user's documents with the local language model that rag.py is "
+                    "set up with: the answer cites its passages by number [1], and comes with those passages, "
+                    "each sentence's check against them, and any warnings. Fails with a clear message when no "
+                    "model server runs; search works without one.",
+     "inputSchema": {"type": "object", "properties": {
+         "question": {"type": "string"},
+         "k": {"type": "integer", "minimum": 1, "maximum": MCP_MAX_K, "description": f"passages given to the model (default {TOP_K})"},
+         "only": MCP_ONLY}, "required": ["question"], "additionalProperties": False}},
+    {"name": "list_documents", "title": "List the documents",
+     "description": "List the files rag.py was given: for each, when it changed and was read, its pages or lines, "
+                    "and why nothing was read of it (a scan, a damaged file, a kind it does not read).",
+     "inputSchema": {"type": "object", "properties": {"only": MCP_ONLY}, "additionalProperties": False}},
+    {"name": "passage", "title": "Read a passage whole",
+     "description": "Give the whole text of the passage of a document at a line (or page), as search names it: "
+                    "its source and the first of its lines.",
+     "inputSchema": {"type": "object", "properties": {
+         "source": {"type": "string", "description": "the hit's source, as search gives it"},
+         "line": {"type": "integer", "minimum": 1, "description": "a line of the passage (its first, as search gives it)"},
+         "page": {"type": "integer", "minimum": 1, "description": "or a page of it, for documents of pages"}},
+         "required": ["source"], "additionalProperties": False}},
+]
+MCP_ANNOTATIONS = {"readOnlyHint": True, "openWorldHint": False}
+
+
+class McpError(Exception):
+    """A JSON-RPC error to reply with: its code, and a message that says what was wrong."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def add_mcp_options(parser):
+    """Add --mcp to the command line."""
+    parser.add_argument("--mcp", action="store_true", help="serve the documents to an assistant over the Model "
+                        "Context Protocol (stdio): tools search, ask, list_documents and passage")
+
+
+def serve_mcp(args, config):
+    """--mcp: answer the protocol's messages on stdin until it closes; return the exit code."""
+    if args.question or args.search or args.explain or args.show_prompt or args.json:
+        raise RagError("--mcp answers its calls over stdin and stdout; drop the question, --search, --json, "
+                       "--explain and --show-prompt", 2)
+    live = LiveIndex(connect(config) if config.server else config, read_now=False)
+    live.read_first(said_when_read)
+    inform(f"serving {counted(live.current().index.size, 'passage')} over MCP on stdin and stdout")
+    wire, sys.stdout = sys.stdout, sys.stderr  # stdout is the protocol's alone: a stray print goes to stderr
+    try:
+        while True:
+            line = sys.stdin.buffer.readline(MCP_MAX_BYTES + 1)
+            if not line:
+                return 0
+            if len(line) > MCP_MAX_BYTES and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # the rest of it, unread
+                    line = sys.stdin.buffer.readline(2**20)
+                reply = mcp_error(None, -32600, f"the message is over {MCP_MAX_BYTES // 2**20} MiB: not read")
+            else:
+                reply = mcp_reply(line, live)
+            if reply is not None:  # ASCII (\u escapes): one line whatever the console's encoding
+                wire.buffer.write(json.dumps(reply).encode("ascii") + b"\n")
+                wire.flush()
+    finally:
+        sys.stdout = wire
+
+
+def mcp_error(id, code, message, data=None):
+    return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, **({"data": data} if data else {})}}
+
+
+def mcp_reply(line, live):
+    """Return the reply to one message (None to a notification, or to a blank line)."""
+    if not line.strip():
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return mcp_error(None, -32700, "not JSON: each message is one JSON object on a line")
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        is_reply = isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message)
+        return None if is_reply else mcp_error(message.get("id") if isinstance(message, dict) else None, -32600,
+                                               'not a JSON-RPC 2.0 request: {"jsonrpc": "2.0", "id", "method", "params"}')
+    if "id" not in message:
+        return None  # a notification (notifications/initialized, cancelled, ...): nothing to say
+    id, method, params = message["id"], message["method"], message.get("params", {})
+    try:
+        if not isinstance(params, dict):
+            raise McpError(-32602, "params must be an object")
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        version = meta.get(MCP_META + "protocolVersion")
+        if version is not None and version not in MCP_MODERN:
+            return mcp_error(id, -32022, "Unsupported protocol version", {"supported": list(MCP_MODERN), "requested": version})
+        result = mcp_method(method, params, live)
+        if version is not None:  # the 2026 era: every result says it is complete, and how long it may be kept
+            result.update(resultType="complete", **({"ttlMs": 0, "cacheScope": "private"} if method.endswith("list")
+                                                     or method in ("resources/read", "server/discover") else {}))
+        return {"jsonrpc": "2.0", "id": id, "result": result}
+    except McpError as e:
+        return mcp_error(id, e.code, str(e))
+    except Exception as e:  # noqa: one call's bug is its error reply; the server goes on
+        error(f"MCP {method} failed: {type(e).__name__}: {e}")
+        return mcp_error(id, -32603, f"rag.py failed: {type(e).__name__}: {e}")
+
+
+def mcp_method(method, params, live):
+    """Return the result of one request."""
+    about = {"capabilities": {"tools": {"listChanged": False}, "resources": {}},
+             "instructions": "Search and ask the user's own documents; cite the sources the tools give."}
+    server = {"name": "rag.py", "version": VERSION}
+    if method == "initialize":  # the client's version if this knows it, else the latest (the client decides)
+        asked = params.get("protocolVersion")
+        return {"protocolVersion": asked if asked in MCP_VERSIONS else MCP_VERSIONS[-1], "serverInfo": server, **about}
+    if method == "server/discover":
+        return {"supportedVersions": list(MCP_VERSIONS + MCP_MODERN), **about, "_meta": {MCP_META + "serverInfo": server}}
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": [dict(tool, annotations=MCP_ANNOTATIONS) for tool in MCP_TOOLS]}
+    if method == "tools/call":
+        name = params.get("name")
+        if name not in MCP_CALLS:
+            raise McpError(-32602, f"no tool {str(name)[:100]!r}: the tools are " + ", ".join(MCP_CALLS))
+        try:
+            tool = next(tool for tool in MCP_TOOLS if tool["name"] == name)
+            text, structured = MCP_CALLS[name](mcp_arguments(tool, params.get("arguments", {})), live)
+        except RagError as e:  # the call's own fault, or the model's: a result the assistant reads
+            return {"content": [{"type": "text", "text": str(e)}], "isError": True}
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+    if method == "resources/list":
+        return {"resources": [{"uri": mcp_uri(source), "name": source, "mimeType": "text/plain"}
+                              for source, in live.current().index.rows("SELECT DISTINCT source FROM chunks ORDER BY source")]}
+    if method == "resources/read":
+        return {"contents": [{"uri": params.get("uri"), "mimeType": "text/plain", "text": mcp_document(params.get("uri"), live)}]}
+    raise McpError(-32601, f"rag.py does not know {str(method)[:100]!r}")
+
+
+def mcp_uri(source):
+    """Return the resource address of a document: rag:/// and its source (its path under the --docs folder)."""
+    import urllib.parse  # here, not at the top: see the note after the imports
+    return "rag:///" + urllib.parse.quote(source)
+
+
+def mcp_document(uri, live):
+    """Return the text read from the document at a resource address, as --show-text prints it."""
+    import urllib.parse  # here, not at the top: see the note after the imports
+    source = urllib.parse.unquote(uri[len("rag:///"):]) if isinstance(uri, str) and uri.startswith("rag:///") else None
+    paths = live.current().index.rows("SELECT path FROM files WHERE source = ?", (source,)) if source else []
+    reader = paths and reader_for(paths[0][0], named=True)
+    paragraphs = read_file(File(paths[0][0], source, reader, ""), live.config.max_file_bytes)[0] if reader else None
+    if not paragraphs:
+        raise McpError(-32602, f"no document at {str(uri)[:200]!r} has text: resources/list names them")
+    return document_text(Document(source, paragraphs))
+
+
+def mcp_arguments(tool, arguments):
+    """Return a tool's arguments, checked against its schema: a RagError says what is wrong with them."""
+    schema = tool["inputSchema"]
+    if not isinstance(arguments, dict):
+        raise RagError(f"{tool['name']}: the arguments must be an object")
+    unknown = sorted(set(arguments) - set(schema["properties"]))
+    missing = [name for name in schema.get("required", ()) if name not in arguments]
+    if unknown or missing:
+        raise RagError(f"{tool['name']}: " + "; ".join(
+            ([f"no argument {', '.join(map(repr, unknown))}"] if unknown else []) +
+            ([f"{', '.join(map(repr, missing))} is missing"] if missing else [])) +
+            f" (it takes {', '.join(schema['properties'])})")
+    for name, value in arguments.items():
+        want = schema["properties"][name]
+        kind = {"string": str, "integer": int, "array": list}[want["type"]]
+        good = isinstance(value, kind) and not isinstance(value, bool) and (
+            want["type"] != "array" or all(isinstance(item, str) for item in value))
+        if not good or want["type"] == "integer" and not want.get("minimum", value) <= value <= want.get("maximum", value):
+            bounds = f" from {want['minimum']}" + (f" to {want['maximum']}" if "maximum" in want else "") if "minimum" in want else ""
+            raise RagError(f"{tool['name']}: {name} must be {'an' if want['type'][0] in 'ai' else 'a'} "
+                           f"{want['type']}{' of strings' if want['type'] == 'array' else ''}{bounds}, not {json.dumps(value)[:40]}")
+    question = arguments.get("question")
+    if question is not None and not question.strip() or question and len(question) > MAX_QUESTION_CHARS:
+        raise RagError(f"{tool['name']}: the question must have words, and at most {MAX_QUESTION_CHARS} characters")
+    return arguments
+
+
+def mcp_only(arguments, snapshot):
+    """Return the --only terms of a call, checked as --only checks them (a term that keeps no document fails)."""
+    only = tuple(term.strip() for term in arguments.get("only", ()) if term.strip())
+    if any(len(term) > ONLY_MAX_CHARS for term in only):
+        raise RagError(f"only: a term has at most {ONLY_MAX_CHARS} characters")
+    chunks_within(snapshot.index, only)
+    return only
+
+
+def mcp_config(arguments, snapshot, config):
+    """Return the config of one call: the snapshot's mode, its k and its --only terms."""
+    return replace(config, mode=snapshot.mode, k=arguments.get("k", config.k), only=mcp_only(arguments, snapshot))
+
+
+def mcp_hits_text(hits):
+    """Return the hits as a model reads them well: a numbered header line each, then an excerpt."""
+    return "\n\n".join(f"[{hit.rank}] {hit_label(hit, '    ')}\n{textwrap.shorten(hit.chunk.text, MCP_EXCERPT_CHARS, placeholder=' [...]')}"
+                       for hit in hits) or "No passage shares a word with the question."
+
+
+def mcp_search(arguments, live):
+    """search: the ranked passages, as --search --json gives them."""
+    snapshot = live.current()
+    config = mcp_config(arguments, snapshot, live.config)
+    found = retrieve(snapshot.index, arguments["question"], config, snapshot.embeddings).found
+    return mcp_hits_text(found), json.loads(json_line(arguments["question"], found))
+
+
+def mcp_ask(arguments, live):
+    """ask: the model's answer with its citations, passages, check and warnings, as --json gives them."""
+    snapshot = live.current()
+    config = mcp_config(arguments, snapshot, live.config)
+    answer = ask(snapshot.index, arguments["question"], config, snapshot.embeddings)
+    if answer.failure:
+        passages = f"\n\nThe passages it would have read:\n\n{mcp_hits_text(answer.hits)}" if answer.hits else ""
+        raise RagError(f"the model could not answer: {answer.failure}{passages}")
+    said = "\n".join(f"warning: {warning}" for warning in answer.warnings)
+    return (f"{answer.text}\n\n{said}\n\nSources:\n\n{mcp_hits_text(answer.hits)}".replace("\n\n\n\n", "\n\n"),
+            json.loads(answer_line(answer)))
+
+
+def mcp_list(arguments, live):
+    """list_documents: what --list --json says of each file."""
+    import datetime  # here, not at the top: see the note after the imports
+    snapshot = live.current()
+    records = [{**record, **{key: record[key] and datetime.datetime.fromtimestamp(record[key]).astimezone().isoformat(
+                timespec="seconds") for key in ("changed", "read")}} for record in file_records(snapshot.index, mcp_only(arguments, snapshot))]
+    lines = [f"{record['source']}: " + (f"{'pages' if 'pages' in record else 'lines'} 1-{record.get('pages') or record.get('lines')}"
+                                         if record["chunks"] else "no text") + (f" ({record['note']})" if record["note"] else "")
+             for record in records]
+    return "\n".join(lines) or "No documents.", {"documents": records}
+
+
+def mcp_passage(arguments, live):
+    """passage: the whole text of the passage of a source at a line or page."""
+    snapshot, source = live.current(), arguments["source"]
+    where, at = ("first_page", arguments["page"]) if "page" in arguments else ("first_line", arguments.get("line", 1))
+    rows = snapshot.index.rows(f"SELECT number FROM chunks WHERE source = ? AND {where} <= ? ORDER BY {where} DESC, "
+                               "number LIMIT 1", (source, at)) or snapshot.index.rows(
+        "SELECT number FROM chunks WHERE source = ? ORDER BY number LIMIT 1", (source,))
+    if not rows:
+        raise RagError(f"passage: no document {source!r} has text; list_documents names them")
+    chunk, = snapshot.index.chunks_numbered([rows[0][0]])
+    return f"{chunk_label(chunk)}\n\n{chunk.text}", json.loads("{" + chunk_json(chunk) + "}")
+
+
+MCP_CALLS = {"search": mcp_search, "ask": mcp_ask, "list_documents": mcp_list, "passage": mcp_passage}
+OPTIONS["mcp"] = {"add": add_mcp_options, "run": serve_mcp}
+
+
 if __name__ == "__main__":
     sys.exit(main())

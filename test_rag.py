@@ -6471,3 +6471,157 @@ class PageDisconnectTest(ServerCase):
         lines = self.ask("When do I have to file my expense report?")  # the model is free again
         self.assertNotIn("waiting", json.dumps(lines[1:]))
         self.logged(r'"POST /api/ask" 499 ')
+
+
+# ---------------------------------------------------------------------------------------------------
+# The MCP server (--mcp): the protocol's messages, the tools, bad input. (.ci/mcp_test.py drives it with
+# the official SDK's clients.)
+# ---------------------------------------------------------------------------------------------------
+
+class McpTest(unittest.TestCase):
+    """rag.mcp_reply, one message at a time, over a LiveIndex of a folder with the handbook."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.folder)
+        shutil.copy(rag.DEFAULT_DOCS, self.folder)
+        self.fake = FakeOllama(answer="Expense reports must be filed within 30 days [1].")
+        self.addCleanup(self.fake.close)
+        old = rag.RELOAD_SECONDS
+        rag.RELOAD_SECONDS = 0.0
+        self.addCleanup(setattr, rag, "RELOAD_SECONDS", old)
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.live = rag.LiveIndex(config_for(self.fake.url, [self.folder]))
+
+    def reply(self, method, **params):
+        """Return the reply to a request of this method and params (a line of JSON, when method is one)."""
+        line = method if method[:1] in "{[ n" else json.dumps(
+            dict({"jsonrpc": "2.0", "id": 7, "method": method}, **({"params": params} if params else {})))
+        with contextlib.redirect_stderr(io.StringIO()):
+            return rag.mcp_reply(line.encode(), self.live)
+
+    def call(self, name, **arguments):
+        return self.reply("tools/call", name=name, arguments=arguments)["result"]
+
+    def test_initialize_agrees_on_the_clients_version_if_known_else_the_latest(self):
+        for asked, agreed in [("2025-06-18", "2025-06-18"), ("2024-11-05", "2024-11-05"), ("1999-01-01", "2025-11-25"),
+                              (None, "2025-11-25")]:
+            with self.subTest(asked):
+                result = self.reply("initialize", protocolVersion=asked, capabilities={})["result"]
+                self.assertEqual((result["protocolVersion"], result["serverInfo"]["name"]), (agreed, "rag.py"))
+                self.assertIn("tools", result["capabilities"])
+        self.assertIsNone(self.reply('{"jsonrpc": "2.0", "method": "notifications/initialized"}'))
+        self.assertEqual(self.reply("ping"), {"jsonrpc": "2.0", "id": 7, "result": {}})
+
+    def test_the_2026_era_discovers_and_each_result_says_it_is_complete(self):
+        meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+        found = self.reply("server/discover", **meta)["result"]
+        self.assertIn("2026-07-28", found["supportedVersions"])
+        self.assertEqual((found["resultType"], found["ttlMs"], found["cacheScope"]), ("complete", 0, "private"))
+        self.assertEqual(found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "rag.py")
+        listed = self.reply("tools/list", **meta)["result"]
+        self.assertEqual((listed["resultType"], listed["ttlMs"]), ("complete", 0))
+        called = self.reply("tools/call", name="search", arguments={"question": "per diem Japan"}, **meta)["result"]
+        self.assertEqual((called["resultType"], "ttlMs" in called), ("complete", False))
+        self.assertNotIn("resultType", self.reply("tools/list")["result"])  # the handshake era's results are as they were
+        wrong = self.reply("tools/list", _meta={"io.modelcontextprotocol/protocolVersion": "2099-01-01"})["error"]
+        self.assertEqual((wrong["code"], wrong["data"]), (-32022, {"supported": ["2026-07-28"], "requested": "2099-01-01"}))
+
+    def test_search_gives_the_hits_as_json_says_them_and_as_a_model_reads_them(self):
+        result = self.call("search", question="When do I have to file my expense report?", k=2)
+        hits = result["structuredContent"]["hits"]
+        self.assertEqual((result["isError"], len(hits), hits[0]["heading"]), (False, 2, "Expenses > Deadlines and late submissions"))
+        self.assertRegex(result["content"][0]["text"], r"^\[1\] handbook\.txt:40-49  \(Expenses > Deadlines and late submissions\)\n1\.2 ")
+        within = self.call("search", question="expense report", only=["*.txt"])
+        self.assertFalse(within["isError"])
+
+    def test_passage_gives_a_hit_whole_by_its_source_and_line(self):
+        hit = self.call("search", question="When do I have to file my expense report?")["structuredContent"]["hits"][0]
+        for line in (hit["lines"][0], hit["lines"][0] + 3):
+            with self.subTest(line):
+                result = self.call("passage", source=hit["source"], line=line)
+                self.assertEqual(result["structuredContent"]["text"], hit["text"])
+                self.assertTrue(result["content"][0]["text"].endswith(hit["text"]))
+        self.assertIn("no document 'nowhere.txt' has text", self.call("passage", source="nowhere.txt")["content"][0]["text"])
+
+    def test_list_documents_and_the_documents_as_resources(self):
+        result = self.call("list_documents")
+        self.assertRegex(result["content"][0]["text"], r"^handbook\.txt: lines 1-\d+$")
+        self.assertEqual(result["structuredContent"]["documents"][0]["source"], "handbook.txt")
+        resources = self.reply("resources/list")["result"]["resources"]
+        self.assertEqual(resources, [{"uri": "rag:///handbook.txt", "name": "handbook.txt", "mimeType": "text/plain"}])
+        text = self.reply("resources/read", uri="rag:///handbook.txt")["result"]["contents"][0]["text"]
+        self.assertIn("Expense reports must be filed within 30 days", text)
+        self.assertEqual(self.reply("resources/read", uri="rag:///../etc/passwd")["error"]["code"], -32602)
+
+    def test_ask_answers_through_the_model_and_says_plainly_when_none_runs(self):
+        result = self.call("ask", question="When do I have to file my expense report?")
+        self.assertEqual((result["isError"], result["structuredContent"]["citations"]), (False, [1]))
+        self.assertTrue(result["content"][0]["text"].startswith("Expense reports must be filed within 30 days [1].\n\nSources:\n\n[1] handbook.txt:40-49"))
+        self.assertIn("check", result["structuredContent"])
+        self.live.config = rag.replace(self.live.config, server="http://127.0.0.1:9")  # nothing listens there
+        failed = self.call("ask", question="When do I have to file my expense report?")
+        self.assertTrue(failed["isError"])
+        self.assertRegex(failed["content"][0]["text"], r"^the model could not answer: cannot reach Ollama at http://127\.0\.0\.1:9 .*"
+                                                       r"\n\nThe passages it would have read:\n\n\[1\] handbook\.txt:40-49")
+
+    def test_bad_calls_are_error_results_that_say_what_was_wrong(self):
+        for arguments, said in [({"question": "x", "k": "5"}, 'search: k must be an integer from 1 to 50, not "5"'),
+                                ({"question": "x", "k": 0}, "k must be an integer from 1 to 50, not 0"),
+                                ({"question": "x", "k": True}, "k must be an integer"),
+                                ({}, "search: 'question' is missing (it takes question, k, only)"),
+                                ({"question": "x", "top": 3}, "search: no argument 'top'"),
+                                ({"question": "x", "only": "*.pdf"}, "only must be an array of strings"),
+                                ({"question": "x", "only": ["*.nothing"]}, "no document is within --only *.nothing"),
+                                ({"question": "x", "only": ["*" * 65000]}, "only: a term has at most 500 characters"),
+                                ({"question": "   "}, "the question must have words"),
+                                ({"question": "x" * 5000}, "at most 2000 characters")]:
+            with self.subTest(arguments=str(arguments)[:60]):
+                result = self.call("search", **arguments)
+                self.assertTrue(result["isError"])
+                self.assertIn(said, result["content"][0]["text"])
+        unknown = self.reply("tools/call", name="rm", arguments={})["error"]
+        self.assertEqual((unknown["code"], unknown["message"]), (-32602, "no tool 'rm': the tools are search, ask, list_documents, passage"))
+
+    def test_malformed_messages_get_the_protocols_errors_and_the_server_goes_on(self):
+        for line, code in [("not json", -32700), ('{"jsonrpc": "2.0", "id": 1, "method": "x", "params": ' + "[" * 100000, -32700),
+                           ("[1, 2]", -32600), ('{"id": 1, "method": "ping"}', -32600), ('{"jsonrpc": "2.0", "id": 1}', -32600),
+                           ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]}', -32602),
+                           ('{"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage"}', -32601)]:
+            with self.subTest(line[:40]):
+                self.assertEqual(self.reply(line)["error"]["code"], code)
+        self.assertIsNone(self.reply('{"jsonrpc": "2.0", "id": 3, "result": {}}'))  # a reply to nothing asked
+        self.assertIsNone(self.reply("   "))
+        self.assertEqual(self.reply('{"jsonrpc": "2.0", "id": 0, "method": "ping"}')["id"], 0)
+
+    def test_a_file_changed_while_serving_is_read_again_before_the_next_call(self):
+        self.assertEqual(self.call("search", question="zebra crossing")["structuredContent"]["hits"], [])
+        with open(os.path.join(self.folder, "new.txt"), "w") as f:
+            f.write("The zebra crossing is outside the office.\n")
+        hits = self.call("search", question="zebra crossing")["structuredContent"]["hits"]
+        self.assertEqual([hit["source"] for hit in hits], ["new.txt"])
+
+
+class McpStdioTest(unittest.TestCase):
+    """python3 rag.py --mcp as a client starts it: only protocol messages on stdout, one a line."""
+
+    def test_stdout_holds_only_replies_and_an_oversized_message_is_refused_unread(self):
+        folder, cache = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        self.addCleanup(shutil.rmtree, cache)
+        shutil.copy(rag.DEFAULT_DOCS, folder)
+        with open(os.path.join(folder, "broken.pdf"), "wb") as f:
+            f.write(b"%PDF-1.4 not really")  # a warning, on stderr
+        messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+        big = b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": "' + b"a" * (10 * 2**20) + b'"}}\n'
+        after = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"question": "per diem"}}}
+        stdin = b"".join(json.dumps(m).encode() + b"\n" for m in messages) + big + json.dumps(after).encode() + b"\n"
+        result = subprocess.run([sys.executable, os.path.join(HERE, "rag.py"), "--mcp", "--docs", folder, "--cache", cache,
+                                 "--mode", "lexical"], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        replies = [json.loads(line) for line in result.stdout.decode().splitlines()]  # every line is JSON
+        self.assertEqual(result.returncode, 0)  # stdin closed: done
+        self.assertEqual([reply.get("id") for reply in replies], [1, None, 3])
+        self.assertEqual(replies[1]["error"], {"code": -32600, "message": "the message is over 4 MiB: not read"})
+        self.assertEqual(replies[2]["result"]["structuredContent"]["hits"][0]["heading"], "Expenses > Per diem")
+        self.assertIn("broken.pdf", result.stderr.decode())
