@@ -267,6 +267,7 @@ class Config:
     max_file_bytes: int = MAX_FILE_BYTES  # larger files are skipped
     send: bool = True               # False: build the request to the model but do not send it
     opinion: bool = False           # ask the model too whether each sentence's evidence holds it (--second-opinion)
+    fresh: bool = False             # ask the model even when it answered the same request before (--fresh)
     key: str = field(default="", repr=False)  # the server's API key: sent to it alone, never printed
 
 
@@ -376,7 +377,6 @@ def source_prefixes(paths):
     named_in_order gives them): a folder's files are named from inside it, a file by its name. With
     several named side by side, each starts with the fewest last parts of its path that no other one
     ends with; one inside another is named from there.
-
     Example: ["a/team1", "a/team2", "a/team2/x/f.txt"] -> {"a/team1": "team1", "a/team2": "team2",
              "a/team2/x/f.txt": "team2/x/f.txt"}
     """
@@ -2765,14 +2765,14 @@ def generate(answer, config, on_text=None):
                    warnings=answer.warnings + tuple(warnings + final_warnings(final, answer.request)))
 
 
-# An answer is not checked, nor its check shown, until Appendix: answers you can check sets these.
-HOOKS.update(check=lambda index, answer, config: answer, print_check=lambda check: None, answer_json=lambda check: {})
+# Until appendices set them, the model is asked every time and an answer is not checked (nor its check shown).
+HOOKS.update(generate=lambda index, answer, config, on_text: generate(answer, config, on_text),
+             check=lambda index, answer, config: answer, print_check=lambda check: None, answer_json=lambda check: {})
 
 
 def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
-    """Answer one question, which may follow up on the earlier turns [(question, answer)]: retrieve the
-    hits, build the prompt (or refuse when nothing was found), ask the model unless config.send is
-    False, and check the answer (its citations; each sentence: HOOKS["check"])."""
+    """Answer one question, which may follow up on the earlier turns [(question, answer)]: retrieve the hits,
+    build the prompt (or refuse when nothing was found), ask the model unless config.send is False, check."""
     answer = Answer(question, config.mode, [])
     try:
         answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],  # Retrieve
@@ -2782,7 +2782,7 @@ def ask(index, question, config, embeddings=None, on_text=None, earlier=()):
         return replace(answer, failure=e)
     if answer.request is None or not config.send:
         return answer
-    return HOOKS["check"](index, generate(answer, config, on_text), config)                           # Generate
+    return HOOKS["check"](index, HOOKS["generate"](index, answer, config, on_text), config)           # Generate
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -2958,7 +2958,7 @@ def config_from(args):
                   k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
                   context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
                   send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20),
-                  opinion=getattr(args, "second_opinion", False))
+                  opinion=getattr(args, "second_opinion", False), fresh=getattr(args, "fresh", False))
 
 
 def ready(config, args):
@@ -3380,6 +3380,89 @@ HOOKS.update(check=check_answer, print_check=print_check, answer_json=lambda che
 
 
 # ---------------------------------------------------------------------------------------------------
+# Appendix: answers kept. People ask a handbook the same questions again and again, and each time wait for
+# the model. The answer to a request is kept in the index's database (ANSWERS_MAX of them, at most
+# ANSWERS_DAYS old); the same request again (the same question, passages, earlier turns, rules, model and
+# settings: the request is the key) is answered at once, saying so. --fresh asks the model all the same.
+# Sets HOOKS["generate"].
+# ---------------------------------------------------------------------------------------------------
+
+ANSWERS_MAX = 1000   # answers kept in an index's database, the latest
+ANSWERS_DAYS = 30    # an answer older than this is asked again (the model may have changed under its name)
+ANSWERS_SCHEMA = "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT, asked REAL);"
+
+
+class AnswersKept:
+    """The answers of an index's database, by the key of their request."""
+
+    def __init__(self, path):
+        import threading  # here, not at the top: see the note after the imports
+        self.path, self.lock = path, threading.Lock()
+        self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
+        weakref.finalize(self, self.db.close)
+        self.db.executescript(ANSWERS_SCHEMA)
+
+    def recall(self, key):
+        """Return (text, citations, warnings, when asked) of the answer kept for key, or None."""
+        with self.lock:
+            row = first_row(self.db, "SELECT answer, asked FROM answers WHERE key = ? AND asked > ?",
+                            (key, time.time() - ANSWERS_DAYS * 86400))
+        return (*json.loads(row[0]), row[1]) if row else None
+
+    def keep(self, key, answer):
+        """Keep an answer, and let the oldest go (over ANSWERS_MAX, or ANSWERS_DAYS old)."""
+        with self.lock, transaction(self.db, self.path):
+            self.db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)",
+                            (key, json.dumps([answer.text, list(answer.citations), list(answer.warnings)]), time.time()))
+            self.db.execute("DELETE FROM answers WHERE asked < ? OR key IN (SELECT key FROM answers ORDER BY asked DESC "
+                            "LIMIT -1 OFFSET ?)", (time.time() - ANSWERS_DAYS * 86400, ANSWERS_MAX))
+
+
+@lru_cache(maxsize=None)
+def answers_kept(path):
+    """Return the AnswersKept of an index's database: one for the run (the page's threads share it)."""
+    return AnswersKept(path)
+
+
+def request_key(request):
+    """Return the key of a request: what it asks (its body: the model, the messages, the settings) and where."""
+    return text_key(request.url + "\n" + json.dumps(request.body, sort_keys=True))
+
+
+def generate_or_recall(index, answer, config, on_text=None):
+    """Return the answer generated for answer.request (see generate), or the one kept for the same request
+    (its text given to on_text at once), with a warning that says when it was asked."""
+    kept = answers_kept(index_path(config.cache, config.docs)) if config.cache else None
+    key = request_key(answer.request)
+    found = kept.recall(key) if kept and not config.fresh else None
+    if found is None:
+        before = len(answer.warnings)  # (those of the prompt come again with it; the answer's are kept)
+        answer = generate(answer, config, on_text)
+        if kept and not answer.failure and answer.text:
+            try:
+                kept.keep(key, replace(answer, warnings=answer.warnings[before:]))
+            except RagError as e:  # a full disk: the answer stands, only not kept
+                warn(str(e))
+        return answer
+    text, citations, warnings, asked = found
+    if on_text:
+        on_text(text)
+    day = "" if time.strftime("%Y-%m-%d") == time.strftime("%Y-%m-%d", time.localtime(asked)) else time.strftime(" on %Y-%m-%d", time.localtime(asked))
+    said = f"answered before{day}, at {time.strftime('%H:%M', time.localtime(asked))}; --fresh asks the model again"
+    return replace(answer, text=text, citations=citations, warnings=answer.warnings + tuple(warnings) + (said,))
+
+
+def add_answers_options(parser):
+    """Add --fresh to the command line."""
+    parser.add_argument("--fresh", action="store_true", help="ask the model even when it answered the same "
+                        "question from the same passages before (its answers are kept in the index)")
+
+
+HOOKS["generate"] = generate_or_recall
+OPTIONS["fresh"] = {"add": add_answers_options}
+
+
+# ---------------------------------------------------------------------------------------------------
 # Appendix: --explain. Every stage of one question's journey, printed as it happens: the sub-queries,
 # the tokens, each hit's score by token (and by meaning), what fits the context, and the request sent.
 # Adds OPTIONS["explain"].
@@ -3406,7 +3489,7 @@ def explain_question(index, question, config, embeddings, args, earlier=()):
     if args.search or args.show_prompt or answer.request is None:
         return answer
     stage("Answer")
-    answer = check_answer(index, generate(answer, config, print_text), config)
+    answer = check_answer(index, HOOKS["generate"](index, answer, config, print_text), config)
     print_answer(answer, False)
     if answer.failure:
         raise answer.failure
@@ -7613,7 +7696,7 @@ def route_ask(handler, site, params):
         started = time.monotonic()
         with site.queue.turn(on_wait):
             handler.timing["wait"] = time.monotonic() - started
-            answer = generate(answer, config, lambda piece: piece and write_line(handler, json.dumps({"text": piece})))
+            answer = HOOKS["generate"](snapshot.index, answer, config, lambda piece: piece and write_line(handler, json.dumps({"text": piece})))
             answer = check_answer(snapshot.index, answer, config)
             handler.timing["model"] = time.monotonic() - started - handler.timing["wait"]
     final = json.loads(answer_line(answer))

@@ -2674,6 +2674,95 @@ class CheckTest(unittest.TestCase):
         self.assertTrue(self.check("年次有給休暇は20日です。", question="休暇は何日？", texts=(text,))[0].supported)
 
 
+class AnswersKeptTest(unittest.TestCase):
+    """The same request again is answered from the index's database, at once and saying so; any change of
+    a passage, the model or a setting asks the model again; --fresh too; the answers kept are bounded."""
+
+    QUESTION = "When do I have to file my expense report?"
+
+    def setUp(self):
+        self.folder, self.cache = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.folder)
+        self.addCleanup(shutil.rmtree, self.cache)
+        shutil.copy(rag.DEFAULT_DOCS, self.folder)
+        self.fake = FakeOllama(answer="Expense reports must be filed within 30 days [1].")
+        self.addCleanup(self.fake.close)
+
+    def ask(self, *args, question=QUESTION):
+        """Return (stdout, stderr, whether the model was asked) of one run."""
+        before = len(self.chats())
+        code, out, err = run_main(["--host", self.fake.url, "--docs", self.folder, "--cache", self.cache, *args, question])
+        self.assertEqual(code, 0, err)
+        return out, err, len(self.chats()) > before
+
+    def chats(self):
+        return [body for _, path, body in self.fake.requests if path == "/api/chat"]
+
+    def test_the_same_question_is_answered_again_at_once_and_says_so(self):
+        first, _, asked = self.ask()
+        self.assertTrue(asked)
+        again, err, asked = self.ask()
+        self.assertFalse(asked)
+        self.assertEqual(again.replace(" \n", "\n"), first.replace(" \n", "\n"))  # (the fake's pieces end in a space)
+        self.assertRegex(err, r"rag\.py: warning: answered before, at \d\d:\d\d; --fresh asks the model again\n")
+        line = json.loads(self.ask("--json")[0])
+        self.assertEqual((line["answer"], line["citations"]), ("Expense reports must be filed within 30 days [1].", [1]))
+        self.assertTrue(line["warnings"][-1].startswith("answered before, at "))
+        self.assertTrue(self.ask("--fresh")[2])
+
+    def test_a_changed_passage_model_or_setting_asks_the_model_again(self):
+        self.ask()
+        self.assertTrue(self.ask("--model", "other")[2])
+        leave = "How many days of annual leave do I get?"  # (four passages given; with -k 1, one)
+        self.ask(question=leave)
+        self.assertTrue(self.ask("-k", "1", question=leave)[2])
+        self.assertFalse(self.ask()[2])  # (nothing changed since the first)
+        path = os.path.join(self.folder, "handbook.txt")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace("within 30 days of the expense", "within 45 days of the expense"))
+        self.assertTrue(self.ask()[2])
+        self.assertIn("within 45 days of the expense", self.chats()[-1]["messages"][-1]["content"])
+
+    def test_a_failed_answer_is_not_kept(self):
+        broken = FakeOllama(chat=replies(500, HTTP_500))
+        self.addCleanup(broken.close)
+        run_main(["--host", broken.url, "--docs", self.folder, "--cache", self.cache, self.QUESTION])
+        self.fake.requests.clear()
+        self.assertTrue(self.ask()[2])
+
+    def test_the_answers_kept_are_bounded_in_number_and_age(self):
+        with mock.patch.object(rag, "ANSWERS_MAX", 2):
+            for question in (self.QUESTION, "How many days of annual leave do I get?", "What is the per diem in Japan?"):
+                self.ask(question=question)
+            self.assertTrue(self.ask()[2])  # the oldest of three went
+            self.assertFalse(self.ask(question="What is the per diem in Japan?")[2])
+        kept = rag.answers_kept(rag.index_path(self.cache, [self.folder]))
+        self.assertEqual(kept.db.execute("SELECT count(*) FROM answers").fetchone()[0], 2)
+        kept.db.execute("UPDATE answers SET asked = asked - ?", (rag.ANSWERS_DAYS * 86400 + 1,))
+        self.assertTrue(self.ask()[2])
+
+    def test_the_page_answers_from_the_answers_kept_too(self):
+        config = config_for(self.fake.url, [self.folder], cache=self.cache)
+        with contextlib.redirect_stderr(io.StringIO()):
+            server = rag.make_server(config, "127.0.0.1:0", None, 1)
+            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+            try:
+                lines = []
+                for _ in range(2):
+                    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+                    connection.request("POST", "/api/ask", json.dumps({"question": self.QUESTION}), {"Content-Type": "application/json"})
+                    lines.append([json.loads(line) for line in connection.getresponse().read().decode().splitlines()])
+                    connection.close()
+            finally:
+                server.shutdown()
+                server.server_close()
+        self.assertEqual(len(self.chats()), 1)
+        self.assertEqual([line for line in lines[1] if "text" in line], [{"text": "Expense reports must be filed within 30 days [1]."}])
+        self.assertTrue(lines[1][-1]["warnings"][-1].startswith("answered before, at "))
+
+
 class SecondOpinionTest(unittest.TestCase):
     """--second-opinion: the model is asked, for each sentence and its quote, whether the quote supports it;
     its yes or no decides the sentence's verdict, any other reply (or a failure) leaves the verdict by words."""
