@@ -268,6 +268,7 @@ class Config:
     send: bool = True               # False: build the request to the model but do not send it
     opinion: bool = False           # ask the model too whether each sentence's evidence holds it (--second-opinion)
     fresh: bool = False             # ask the model even when it answered the same request before (--fresh)
+    rerank: tuple = ()              # (how many, model): the first hits scored again by a model (--rerank)
     key: str = field(default="", repr=False)  # the server's API key: sent to it alone, never printed
 
 
@@ -604,7 +605,6 @@ SPACE = re.compile(r"\s+")
 
 def heading_of(paragraph, underline_levels, numbered=True):
     """Return (level, title) when the paragraph is a heading, else None.
-
     Example: "1.2 Per diem" -> (2, "Per diem"); "## Travel" -> (2, "Travel"); "Title\\n=====" -> (1, "Title")
     underline_levels maps underline characters to levels in order of first use (the reST rule);
     numbered=False: "1. Install" is a list item, not a heading.
@@ -2396,6 +2396,7 @@ def plain_hits(index, ranking_at, k):
 
 
 HOOKS["hits"] = plain_hits
+HOOKS["rerank"] = lambda answer, config, wanted: answer  # (Appendix: rerank scores the first hits again)
 
 
 def retrieve(index, question, config, embeddings=None, earlier=(), depth=0):
@@ -2403,15 +2404,15 @@ def retrieve(index, question, config, embeddings=None, earlier=(), depth=0):
     the earlier questions) within config.only, what was searched for, and the mode that found them. In
     hybrid mode, a question that cannot be embedded (the server went away) is searched by words, and so are
     the later ones: the mode returned says so, and the warning is given once."""
-    queries = queries_of(index, question, earlier, config.only)
+    queries, wanted = queries_of(index, question, earlier, config.only), depth or config.k
     try:
-        hits, mode = rank(index, queries, depth or config.k, config.mode, embeddings), config.mode
+        hits, mode = rank(index, queries, max((wanted, *config.rerank[:1])), config.mode, embeddings), config.mode
     except RagError as e:
         if config.mode != "hybrid" or e.exit_code == 2:  # 2: the question's terms, not the server
             raise
         warn(f"searching by words only from now on: the question could not be embedded ({e})")
-        hits, mode = rank(index, queries, depth or config.k, "lexical"), "lexical"
-    return Answer(question, mode, hits, queries=tuple(queries))
+        hits, mode = rank(index, queries, max((wanted, *config.rerank[:1])), "lexical"), "lexical"
+    return HOOKS["rerank"](Answer(question, mode, hits, queries=tuple(queries)), config, wanted)
 # ---------------------------------------------------------------------------------------------------
 # Prompt: question + hits -> the request for the model. Rules in the system message, the numbered
 # passages ("sources" to the model) and the question in the user message. Only what fits the context
@@ -2472,9 +2473,8 @@ def ranked_sentences(index, parts, first, query, k, embeddings=None):
     """Return [(score, rank, position)] of the sentences worth giving of the hits' texts (parts: each a list
     of sentences), from the hit ranked `first` on, best first. A sentence scores its tokens' idf over the
     question's ideal score, less in a lower hit; of a hit beyond k, only a sentence that shares a word is
-    worth giving. With embeddings it scores as hybrid mode scores a chunk, by meaning too ("speeding
-    ticket" finds "Traffic fines are never reimbursed."); only the sentences worth giving are embedded, and
-    where they cannot be, words alone rank them."""
+    worth giving. With embeddings it scores as hybrid mode scores a chunk, by meaning too ("speeding ticket"
+    finds "Traffic fines are never reimbursed."); only those worth giving are embedded (else: words alone)."""
     idf = {token: index.idf(token, query.within) for token in query.weights}
     ideal = ideal_score(index, query.weights, query.within) or 1.0
     worth = []  # (relevance, rank, position)
@@ -2730,7 +2730,6 @@ def repeated(text):
     """Return the sentence or line (of 12 characters or more) that text says REPEATS times, or "" when there
     is none. A small model can say one sentence again and again until its token limit, changing only its
     numbers, its list marker or its citations as it goes, so those do not count.
-
     Example: "1. Due in 30 days [1].\n2. Due in 30 days [2].\n3. Due in 10 days." -> "due in days."
     """
     said = Counter(" ".join(LOOP_NOISE.sub(" ", LIST_MARKER.sub("", part)).lower().split()).replace(" .", ".")
@@ -2952,13 +2951,14 @@ def config_from(args):
         raise RagError(f"--{named[0].replace('_', '-')} and --{named[1].replace('_', '-')} do not go together: "
                        "drop one", 2)
     server, api, key = "", args.api, ""
-    if args.mode != "lexical" or not args.search:  # a server is needed
+    if args.mode != "lexical" or not args.search or getattr(args, "rerank", None):  # a server is needed
         server, api, key = server_from(args.host, args.api)
     return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
                   k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
                   context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
                   send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20),
-                  opinion=getattr(args, "second_opinion", False), fresh=getattr(args, "fresh", False))
+                  opinion=getattr(args, "second_opinion", False), fresh=getattr(args, "fresh", False),
+                  rerank=(args.rerank, args.rerank_model or "") if getattr(args, "rerank", None) else ())
 
 
 def ready(config, args):
@@ -3463,6 +3463,157 @@ OPTIONS["fresh"] = {"add": add_answers_options}
 
 
 # ---------------------------------------------------------------------------------------------------
+# Appendix: rerank. Retrieve more, then narrow: with --rerank, the first RERANK_DEPTH hits (at least k) are
+# scored again by a model, and the best k kept, for a search as for an answer. A rerank endpoint where the
+# server has one (llama-server --reranking, vLLM, LocalAI, Infinity: /v1/rerank); else the chat model,
+# asked of each passage whether it answers the question and scored by the probability of "yes" where the
+# server gives log-probabilities, else asked once for the numbers of the passages that answer. Sets
+# HOOKS["rerank"] and OPTIONS["rerank"].
+# ---------------------------------------------------------------------------------------------------
+
+RERANK_DEPTH = 20          # hits scored again, by default
+RERANK_CHARS = 1500        # of each hit's text, a reranker reads this much (a question's answer is rarely past it)
+RERANK_LIST_CHARS = 400    # and when all of them go in one request, this much each
+RERANK_MARGIN = 2.0        # a reranker's score counts where it stands out: this many deviations above the mean
+RERANK_WEIGHT = 2.0        # and then this much, beside the first score (both in deviations from their mean)
+RERANK_RULES = "You judge whether a passage answers a question. Reply with one word: yes or no."
+RERANK_WAYS = {}           # {(server, model): the way found to work there}: asked once a run
+RERANKS = []               # the last reranking's [(hit's label, rank before, rank after, score)], for --explain
+
+
+def add_rerank_options(parser):
+    """Add --rerank and --rerank-model to the command line."""
+    parser.add_argument("--rerank", type=int, nargs="?", const=RERANK_DEPTH, metavar="N",
+                        help=f"score the first N hits (default {RERANK_DEPTH}, at least k) again with a model, keep the best k")
+    parser.add_argument("--rerank-model", metavar="NAME", help="the reranking model of the server's /v1/rerank "
+                        "(without it: the server's own, else the chat model)")
+
+
+def check_rerank(args):
+    if args.rerank is not None and args.rerank < 1:
+        raise RagError("--rerank N: N is how many hits are scored again, at least 1", 2)
+
+
+def reranked(answer, config, wanted):
+    """Return the answer with its first hits (config.rerank[0], at least wanted) in the order the model
+    gives them, blended with the first order (blend), the best wanted of them; any failure of the model
+    leaves the first order, with one warning."""
+    found, RERANKS[:] = answer.found, []
+    if not config.rerank or len(found) < 2:
+        return replace(answer, found=found[:wanted])
+    first = found[:max(config.rerank[0], wanted)]
+    try:
+        scores = rerank_scores(answer.question, [hit.chunk.text for hit in first], config)
+    except RagError as e:
+        warn(f"the hits are in their first order: the reranker failed ({e})")
+        return replace(answer, found=found[:wanted])
+    order = blend([hit.score for hit in first], scores)
+    RERANKS[:] = [(chunk_label(first[i].chunk), i + 1, at, scores[i]) for at, i in enumerate(order, 1)]
+    return replace(answer, found=[replace(first[i], rank=at) for at, i in enumerate(order[:wanted], 1)])
+
+
+def blend(first, scores):
+    """Return the positions of the hits (in their first order) in the blended order: by their first scores,
+    each raised by the reranker's score where that stands out from the others (RERANK_MARGIN), both
+    measured in standard deviations from their mean. A confident reranker lifts the passage it singles out;
+    a weak one, whose scores are alike or scattered, leaves the first order nearly as it was (README,
+    "Rerank": blending by position could not do both).
+    Example: blend([9, 5, 4, 3, 3, 2, 1], [0, 0, 0, 0, 0, 1, 0]) -> [0, 1, 5, 2, 3, 4, 6] (the sixth rises
+    to third; the clearly best stays first)"""
+    def deviations(values):
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1.0
+        return [(v - mean) / spread for v in values]
+    by_first, by_model = deviations(first), deviations(scores)
+    key = [by_first[i] + RERANK_WEIGHT * max(0.0, by_model[i] - RERANK_MARGIN) for i in range(len(first))]
+    return sorted(range(len(first)), key=lambda i: -key[i])
+
+
+def rerank_scores(question, texts, config):
+    """Return a score for each text (higher: more relevant), by the first way that works on the server."""
+    where = (config.server, config.rerank[1] or config.model)
+    for way in [RERANK_WAYS[where]] if where in RERANK_WAYS else list(RERANKERS):
+        try:
+            scores = RERANKERS[way](question, texts, config)
+        except RagError as e:
+            if way == "list" or e.status not in (400, 404, 405, 501) and "no log-probabilities" not in str(e):
+                raise  # the server failed, rather than not offering this way
+            continue
+        RERANK_WAYS[where] = way
+        return scores
+    raise RagError("the server offers no way to rerank")
+
+
+def rerank_by_endpoint(question, texts, config):
+    """Scores from the server's rerank endpoint: {"model", "query", "documents", "top_n"} -> {"results":
+    [{"index", "relevance_score"}]} (llama-server, vLLM, LocalAI, Infinity; Cohere's and Jina's form)."""
+    root = config.server[:-3] if config.server.endswith("/v1") else config.server
+    payload = {"model": config.rerank[1] or config.model, "query": question,
+               "documents": [text[:RERANK_CHARS] for text in texts], "top_n": len(texts)}
+    results = ask_json(root + "/v1/rerank", payload, config.timeout, config.api, config.key).get("results")
+    scores = [0.0] * len(texts)
+    try:
+        for result in results:
+            scores[result["index"]] = float(result.get("relevance_score", result.get("score")))
+    except (TypeError, KeyError, IndexError, ValueError):
+        raise RagError(f"the rerank reply of {root}/v1/rerank is not what was expected") from None
+    return scores
+
+
+def rerank_by_yes(question, texts, config):
+    """Scores from the chat model, one short request a passage: the probability of "yes" among the first
+    token's log-probabilities (Ollama's logprobs, the OpenAI API's top_logprobs)."""
+    return [yes_probability(question, text[:RERANK_CHARS], config) for text in texts]
+
+
+def yes_probability(question, text, config):
+    """Return how likely the model's reply to "does the passage answer the question?" starts with yes."""
+    messages = [{"role": "system", "content": RERANK_RULES},
+                {"role": "user", "content": f"Question: {question}\n\nPassage: {text}\n\nDoes the passage answer the question?"}]
+    if config.api == "ollama":
+        reply = ask_json(config.server + "/api/chat", {"model": config.model, "messages": messages, "stream": False,
+                         "logprobs": True, "top_logprobs": 10, "options": {"temperature": 0, "num_predict": 1}},
+                         config.timeout, key=config.key)
+        first = (reply.get("logprobs") or [{}])[0]
+    else:
+        reply = ask_json(config.server + "/chat/completions", {"model": config.model, "messages": messages, "max_tokens": 1,
+                         "temperature": 0, "logprobs": True, "top_logprobs": 10}, config.timeout, "openai", config.key)
+        first = (((reply.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or [{}])[0]
+    try:
+        tops = {}
+        for top in first.get("top_logprobs") or []:
+            word = top["token"].strip().lower()
+            tops[word] = tops.get(word, 0.0) + math.exp(top["logprob"])
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError):
+        tops = {}
+    if not tops:
+        raise RagError(f"{config.server} gave no log-probabilities", status=501)
+    yes, no = tops.get("yes", 0.0), tops.get("no", 0.0)
+    return yes / (yes + no) if yes + no else 0.5
+
+
+def rerank_by_list(question, texts, config):
+    """Scores from one request that lists the passages and asks for the numbers of those that answer, best
+    first: 1 for the first named, 1/2 for the second, and so on; 0 for those not named."""
+    passages = "\n\n".join(f"[{n}] {' '.join(text[:RERANK_LIST_CHARS].split())}" for n, text in enumerate(texts, 1))
+    messages = [{"role": "user", "content": f"Question: {question}\n\nPassages:\n\n{passages}\n\nReply with the numbers of "
+                 "the passages that answer the question, the best first, separated by commas, like: 3, 1, 7"}]
+    request = APIS[config.api]["chat_request"](config, messages, estimate_tokens(messages[0]["content"]))
+    reply = generate(Answer(question, config.mode, [], request=request), config)
+    if reply.failure:
+        raise reply.failure
+    named = list(dict.fromkeys(int(n) for n in re.findall(r"\d+", reply.text) if 1 <= int(n) <= len(texts)))
+    if not named:
+        raise RagError(f"the model named no passage when asked to rank them (it said: {textwrap.shorten(reply.text, 60)!r})")
+    return [1 / (named.index(n) + 1) if n in named else 0.0 for n in range(1, len(texts) + 1)]
+
+
+RERANKERS = {"endpoint": rerank_by_endpoint, "yes": rerank_by_yes, "list": rerank_by_list}
+HOOKS["rerank"] = reranked
+OPTIONS["rerank"] = {"add": add_rerank_options, "check": check_rerank}
+
+
+# ---------------------------------------------------------------------------------------------------
 # Appendix: --explain. Every stage of one question's journey, printed as it happens: the sub-queries,
 # the tokens, each hit's score by token (and by meaning), what fits the context, and the request sent.
 # Adds OPTIONS["explain"].
@@ -3519,6 +3670,8 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     answer = retrieve(index, question, config, embeddings, [asked for asked, _ in earlier],
                       0 if search_only else FOCUS_DEPTH * config.k)
     explain_hits(index, answer.queries[0], answer.found, answer.mode, embeddings)
+    if RERANKS:
+        explain_rerank(config)
     if search_only:
         return answer
     answer = prompt_for(index, answer, config, earlier, embeddings)
@@ -3528,6 +3681,16 @@ def explain(index, question, config, embeddings=None, search_only=False, earlier
     else:
         explain_request(answer, config)
     return answer
+
+
+def explain_rerank(config):
+    """Print how the reranker changed the order: each hit's rank before and after, and its score."""
+    way = RERANK_WAYS.get((config.server, config.rerank[1] or config.model))
+    how = {"endpoint": "the server's /v1/rerank", "yes": "the chat model's probability of yes",
+           "list": "the chat model's list of the passages that answer"}.get(way, way)
+    stage(f"Rerank: the first {len(RERANKS)} hits scored again by {how}, blended with their first scores")
+    for label, before, after, score in RERANKS:
+        print(f"  {before:>3} -> {after:<3} {score:8.3f}  {label}")
 
 
 def explain_request(answer, config):

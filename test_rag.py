@@ -2763,6 +2763,106 @@ class AnswersKeptTest(unittest.TestCase):
         self.assertTrue(lines[1][-1]["warnings"][-1].startswith("answered before, at "))
 
 
+class RerankTest(unittest.TestCase):
+    """--rerank: the first hits scored again by the server's rerank endpoint, else by the chat model (the
+    probability of "yes", else one listing request), blended with the first scores; a failure keeps them."""
+
+    QUESTION = "What is the per diem in Japan?"
+
+    def setUp(self):
+        rag.RERANK_WAYS.clear()
+        self.addCleanup(rag.RERANK_WAYS.clear)
+        code, out, err = run_main(["--search", "--json", "--mode", "lexical", "-k", "20", self.QUESTION])
+        self.first = [hit["text"] for hit in json.loads(out)["hits"]]  # the first order, by words
+
+    def search(self, fake, *args, host=None):
+        """Return (exit code, the texts of the hits in order, stderr) of a --search with --rerank."""
+        code, out, err = run_main(["--host", host or fake.url, "--search", "--json", "--rerank", "--mode", "lexical",
+                                   *args, self.QUESTION])
+        return code, [hit["text"] for hit in json.loads(out)["hits"]] if out.strip() else [], err
+
+    def test_the_blend_lifts_what_a_confident_reranker_singles_out_and_keeps_the_clearly_best_first(self):
+        self.assertEqual(rag.blend([9, 5, 4, 3, 3, 2, 1], [0, 0, 0, 0, 0, 1, 0]), [0, 1, 5, 2, 3, 4, 6])
+        self.assertEqual(rag.blend([5, 5] + [4] * 18, [0] * 19 + [1])[:3], [19, 0, 1])  # no clear best: it goes first
+        scattered = [0.3, 0.5, 0.4, 0.6, 0.2, 0.5, 0.45]  # a weak reranker's: nothing stands out
+        self.assertEqual(rag.blend([9, 5, 4, 3, 3, 2, 1], scattered), [0, 1, 2, 3, 4, 5, 6])
+
+    def test_a_rerank_endpoint_reorders_the_first_hits(self):
+        target = self.first[7]  # the eighth by words, made the reranker's clear choice
+        fake = FakeLlamaServer()
+        self.addCleanup(fake.close)
+
+        def rerank(handler, body):
+            handler.reply(200, {"results": [{"index": i, "relevance_score": float(target.startswith(text))}
+                                            for i, text in enumerate(body["documents"])]})
+        fake.on_v1_rerank = rerank
+        code, texts, err = self.search(fake, "-k", "3", host=fake.url + "/v1")
+        body = [b for _, path, b in fake.requests if path == "/v1/rerank"][0]
+        self.assertEqual((code, err), (0, ""))
+        found = len(self.first)  # (13: fewer than RERANK_DEPTH share a word with it)
+        self.assertEqual((body["query"], body["top_n"], len(body["documents"])), (self.QUESTION, found, found))
+        self.assertTrue(all(len(text) <= rag.RERANK_CHARS for text in body["documents"]))
+        self.assertEqual(texts, [self.first[0], target, self.first[1]])  # the clearly best stays first
+
+    def test_the_chat_model_is_asked_of_each_passage_and_scored_by_its_yes(self):
+        target = self.first[5]
+
+        def chat(handler, body):
+            yes = -0.05 if target[:RERANK_PROBE] in body["messages"][-1]["content"] else -3.0
+            no = math.log(1 - math.exp(yes))
+            handler.reply(200, {"model": body["model"], "message": {"role": "assistant", "content": "yes"}, "done": True,
+                                "logprobs": [{"token": "yes", "logprob": yes, "top_logprobs": [
+                                    {"token": "yes", "logprob": yes}, {"token": " No", "logprob": no}]}]})
+        fake = FakeOllama(chat=chat)
+        self.addCleanup(fake.close)
+        code, texts, err = self.search(fake)
+        asked = [b for _, path, b in fake.requests if path == "/api/chat"]
+        self.assertEqual((len(asked), asked[0]["logprobs"], asked[0]["options"]["num_predict"], asked[0]["stream"]),
+                         (len(self.first), True, 1, False))
+        self.assertEqual(texts, [self.first[0], target, *self.first[1:4]])
+
+    def test_without_log_probabilities_the_model_is_asked_once_for_the_numbers(self):
+        def chat(handler, body):
+            if body.get("stream") is False:  # the yes/no request: an answer without logprobs (an older server)
+                return handler.reply(200, {"message": {"role": "assistant", "content": "yes"}, "done": True})
+            handler.stream(answer_lines("Passages 6 and 2."))
+        fake = FakeOllama(chat=chat)
+        self.addCleanup(fake.close)
+        code, texts, err = self.search(fake, "--rerank", "8", "-k", "8")
+        listed = [b for _, path, b in fake.requests if path == "/api/chat" and b.get("stream") is not False]
+        self.assertEqual((code, len(listed)), (0, 1))
+        self.assertIn("\n\n[8] ", listed[0]["messages"][0]["content"])
+        self.assertEqual(texts[0], self.first[0])  # the clearly best by words stays
+        self.assertLess(texts.index(self.first[5]), 5)  # the model's first choice rises (from sixth)
+
+    def test_explain_shows_each_hits_rank_before_and_after_and_its_score(self):
+        target = self.first[7]
+        fake = FakeLlamaServer()
+        self.addCleanup(fake.close)
+        fake.on_v1_rerank = lambda handler, body: handler.reply(200, {"results": [
+            {"index": i, "relevance_score": float(target.startswith(text))} for i, text in enumerate(body["documents"])]})
+        code, out, err = run_main(["--host", fake.url + "/v1", "--explain", "--search", "--rerank", "--mode", "lexical", self.QUESTION])
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"Rerank: the first {len(self.first)} hits scored again by the server's /v1/rerank, blended with their first scores", out)
+        self.assertRegex(out, r"\n    8 -> 2      1\.000  handbook\.txt:\d+-\d+ ")
+        self.assertRegex(out, r"\n    1 -> 1      0\.000  handbook\.txt:")
+
+    def test_a_failing_reranker_leaves_the_first_order_with_one_warning(self):
+        fake = FakeOllama(chat=replies(500, HTTP_500))
+        self.addCleanup(fake.close)
+        code, texts, err = self.search(fake, "-k", "5")
+        self.assertEqual((code, texts), (0, self.first[:5]))
+        self.assertEqual(err.count("rag.py: warning: the hits are in their first order: the reranker failed (Ollama failed with HTTP 500"), 1)
+
+    def test_rerank_needs_at_least_one_hit(self):
+        code, out, err = run_main(["--search", "--rerank", "0", "x"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("--rerank N: N is how many hits are scored again, at least 1", err)
+
+
+RERANK_PROBE = 200  # characters of a passage by which a fake model knows it
+
+
 class SecondOpinionTest(unittest.TestCase):
     """--second-opinion: the model is asked, for each sentence and its quote, whether the quote supports it;
     its yes or no decides the sentence's verdict, any other reply (or a failure) leaves the verdict by words."""
@@ -6487,6 +6587,7 @@ class PageRequestRulesTest(ServerCase):
             connection.sendall(request)
             return connection
         idle = [connect(), connect()]
+        self.assertTrue(eventually(lambda: len(self.server.open) == 2))  # (accepted: a busy machine can be late)
         time.sleep(0.06)  # IDLE_GRACE: they had their time to ask
         idle.append(connect())
         self.assertEqual(idle[0].recv(100), b"")  # the third silent one of an address closed the first
