@@ -2951,14 +2951,14 @@ def config_from(args):
         raise RagError(f"--{named[0].replace('_', '-')} and --{named[1].replace('_', '-')} do not go together: "
                        "drop one", 2)
     server, api, key = "", args.api, ""
-    if args.mode != "lexical" or not args.search or getattr(args, "rerank", None):  # a server is needed
+    if args.mode != "lexical" or not args.search or getattr(args, "rerank", False):  # a server is needed
         server, api, key = server_from(args.host, args.api)
     return Config(docs=tuple(args.docs or [DEFAULT_DOCS]), only=tuple(getattr(args, "only", None) or ()), mode=args.mode,
                   k=args.k, api=api, server=server, model=args.model or "", embed_model=args.embed_model or "",
                   context=args.context, timeout=args.timeout, cache="" if args.no_cache else args.cache,
                   send=not args.show_prompt, key=key, max_file_bytes=int(args.max_file_mb * 2**20),
                   opinion=getattr(args, "second_opinion", False), fresh=getattr(args, "fresh", False),
-                  rerank=(args.rerank, args.rerank_model or "") if getattr(args, "rerank", None) else ())
+                  rerank=(args.rerank_depth, args.rerank_model or "") if getattr(args, "rerank", False) else ())
 
 
 def ready(config, args):
@@ -3482,16 +3482,17 @@ RERANKS = []               # the last reranking's [(hit's label, rank before, ra
 
 
 def add_rerank_options(parser):
-    """Add --rerank and --rerank-model to the command line."""
-    parser.add_argument("--rerank", type=int, nargs="?", const=RERANK_DEPTH, metavar="N",
-                        help=f"score the first N hits (default {RERANK_DEPTH}, at least k) again with a model, keep the best k")
+    """Add --rerank, --rerank-depth and --rerank-model to the command line."""
+    parser.add_argument("--rerank", action="store_true", help="score the first hits again with a model, keep the best k")
+    parser.add_argument("--rerank-depth", type=int, default=RERANK_DEPTH, metavar="N",
+                        help=f"how many hits --rerank scores again (default {RERANK_DEPTH}; at least k are)")
     parser.add_argument("--rerank-model", metavar="NAME", help="the reranking model of the server's /v1/rerank "
                         "(without it: the server's own, else the chat model)")
 
 
 def check_rerank(args):
-    if args.rerank is not None and args.rerank < 1:
-        raise RagError("--rerank N: N is how many hits are scored again, at least 1", 2)
+    if args.rerank_depth < 1:
+        raise RagError("--rerank-depth N: N is how many hits are scored again, at least 1", 2)
 
 
 def reranked(answer, config, wanted):

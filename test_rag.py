@@ -2828,7 +2828,7 @@ class RerankTest(unittest.TestCase):
             handler.stream(answer_lines("Passages 6 and 2."))
         fake = FakeOllama(chat=chat)
         self.addCleanup(fake.close)
-        code, texts, err = self.search(fake, "--rerank", "8", "-k", "8")
+        code, texts, err = self.search(fake, "--rerank-depth", "8", "-k", "8")
         listed = [b for _, path, b in fake.requests if path == "/api/chat" and b.get("stream") is not False]
         self.assertEqual((code, len(listed)), (0, 1))
         self.assertIn("\n\n[8] ", listed[0]["messages"][0]["content"])
@@ -2855,9 +2855,9 @@ class RerankTest(unittest.TestCase):
         self.assertEqual(err.count("rag.py: warning: the hits are in their first order: the reranker failed (Ollama failed with HTTP 500"), 1)
 
     def test_rerank_needs_at_least_one_hit(self):
-        code, out, err = run_main(["--search", "--rerank", "0", "x"])
+        code, out, err = run_main(["--search", "--rerank", "--rerank-depth", "0", "x"])
         self.assertEqual((code, out), (2, ""))
-        self.assertIn("--rerank N: N is how many hits are scored again, at least 1", err)
+        self.assertIn("--rerank-depth N: N is how many hits are scored again, at least 1", err)
 
 
 RERANK_PROBE = 200  # characters of a passage by which a fake model knows it
