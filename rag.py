@@ -4247,16 +4247,21 @@ def print_files(records, as_json):
                        for key in ("changed", "read")}
             print(json.dumps({**record, **moments}, ensure_ascii=False))
         return
-    width = min(max((len(record["source"]) for record in records), default=0), COLUMNS // 2)
+    import shutil  # here, not at the top: only a terminal needs it
+    columns = shutil.get_terminal_size((COLUMNS, 24)).columns if sys.stdout.isatty() else 0  # 0: a line each, whole
+    width = min(max((len(record["source"]) for record in records), default=0), max(columns - 58, 20) if columns else 10**6)
     for record in records:
         day = time.strftime("%Y-%m-%d", time.localtime(record["changed"]))
         read = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["read"])) if record["read"] else "never"
         last = record.get("pages") or record.get("lines")
         kind = PAGE_NAMES.get(os.path.splitext(record["source"])[1].lower(), "p.") if "pages" in record else "line" if last == 1 else "lines"
         got = (f"{kind} 1" + (f"-{last}" if last > 1 else "")) if record["chunks"] else "no text" if record["read"] else ""
-        print(textwrap.fill(f"{printable(record['source']):<{width}}  changed {day}  read {read:<16}  {got}"
-                            + (": " if got and record["note"] else "") + printable(record["note"]), COLUMNS,
-                            subsequent_indent="    "))
+        name = record["source"] if len(record["source"]) <= width else \
+            record["source"][:width // 2 - 2] + "..." + record["source"][-(width - width // 2 - 1):]  # its middle left out
+        fields = f"{printable(name):<{width}}  changed {day}  read {read:<16}  {got}" + (":" if got and record["note"] else "")
+        line = fields.replace(" ", "\xa0") + " " + printable(record["note"])  # (the fields are not broken apart)
+        print((textwrap.fill(line, columns, subsequent_indent="    ", break_long_words=False) if columns else line)
+              .replace("\xa0", " ").rstrip())
     empty = sum(not record["chunks"] for record in records)
     print(f"{len(records)} file{'s' * (len(records) != 1)}, {len(records) - empty} with text"
           + (f", {empty} without (why: above)" if empty else ""))

@@ -3531,6 +3531,25 @@ class WithinTest(TempFolder):
         _, out, _ = run_main(["--docs", docs, "--list", "--json", "--cache", cache, "--only", "huge.md", "--max-file-mb", "2"])
         self.assertEqual(json.loads(out)["lines"], 80002)  # too large once, so read again when the limit was raised
 
+    def test_list_fits_the_terminal_and_shortens_a_long_name_in_its_middle(self):
+        records = [{"source": "team/" + "x" * 150 + "/report.pdf", "changed": 0, "read": 0, "chunks": 1, "pages": 3,
+                    "note": "p. 2 has no text: OCR it first"}, {"source": "b.txt", "changed": 0, "read": 1, "chunks": 2, "lines": 10, "note": ""}]
+        for columns in (200, 80):
+            terminal = type("Terminal", (io.StringIO,), {"isatty": lambda self: True})()
+            with self.subTest(columns), contextlib.redirect_stdout(terminal) as out, \
+                    mock.patch("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((columns, 24))):
+                rag.print_files(records, False)
+            lines = out.getvalue().splitlines()
+            self.assertTrue(all(len(line) <= columns for line in lines), lines)
+            rows = out.getvalue().replace("\n    ", " ").splitlines()  # a note goes on under its row, indented
+            self.assertEqual(len(rows), 3)
+            self.assertRegex(rows[0], r"^team/x+\.\.\.x*/?report\.pdf +changed 1970-01-01  read never +p\. 1-3: p\. 2 has no text")
+            self.assertRegex(rows[1], r"^b\.txt +changed 1970-01-01  read 1970-01-01 \d\d:\d\d  lines 1-10$")
+        with contextlib.redirect_stdout(io.StringIO()) as out:  # not a terminal: each row whole, on one line
+            rag.print_files(records, False)
+        self.assertIn(records[0]["source"], out.getvalue().splitlines()[0])
+
+
 class ExplainTest(unittest.TestCase):
 
     def test_a_pasted_paragraph_is_explained_by_its_largest_parts_and_the_rest_summed(self):
