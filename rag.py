@@ -3032,7 +3032,7 @@ def add_search_options(parser):
     """Add the options of retrieval: how passages are ranked and printed, and where the index is kept."""
     parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
     parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
-                        help="how many passages to retrieve (default: %(default)s)")
+                        help="passages to find (default: %(default)s): the model reads the best, and sentences of up to 2 x N")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per question per line")
     parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
