@@ -9277,5 +9277,26 @@ MCP_CALLS = {"search": mcp_search, "ask": mcp_ask, "list_documents": mcp_list, "
 OPTIONS["mcp"] = {"add": add_mcp_options, "run": serve_mcp}
 
 
+# ---------------------------------------------------------------------------------------------------
+# Appendix: did you mean. A mistyped option gets the nearest one named ("--serach": did you mean
+# --search?), as git does, rather than the usage lines alone. Adds to OPTIONS last.
+# ---------------------------------------------------------------------------------------------------
+
+def suggest_options(parser):
+    """Make the parser's error for an unknown option name the known option nearest to it."""
+    import difflib  # here, not at the top: only a mistake needs it
+    said = parser.error
+
+    def error(message):
+        unknown = re.match(r"unrecognized arguments: (-\S+)", message)
+        known = [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
+        near = unknown and difflib.get_close_matches(unknown.group(1).split("=")[0], known, 1, 0.7)
+        said(message + (f" (did you mean {near[0]}?)" if near else ""))
+    parser.error = error
+
+
+OPTIONS["did_you_mean"] = {"add": suggest_options}
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -3833,6 +3833,17 @@ class CommandLineTest(TempFolder):
             self.assertEqual(bad.exception.code, 2)
             self.assertIn(f"argument {flag}: expected", stderr.getvalue().splitlines()[-1])
 
+    def test_a_mistyped_option_gets_the_nearest_one_named(self):
+        for argv, said in [(["--serach", "x"], "unrecognized arguments: --serach (did you mean --search?)"),
+                           (["--rerank-depht=3", "x"], "(did you mean --rerank-depth?)"),
+                           (["--zzzz", "x"], "unrecognized arguments: --zzzz")]:
+            stderr = io.StringIO()
+            with self.subTest(argv[0]), self.assertRaises(SystemExit) as bad, contextlib.redirect_stderr(stderr):
+                rag.main(argv)
+            self.assertEqual(bad.exception.code, 2)
+            self.assertTrue(stderr.getvalue().splitlines()[-1].endswith(said), stderr.getvalue())
+        self.assertNotIn("did you mean", stderr.getvalue())
+
     def test_help_shows_defaults_and_version(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
