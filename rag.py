@@ -9150,7 +9150,8 @@ def mcp_method(method, params, live):
             raise McpError(-32602, f"no tool {str(name)[:100]!r}: the tools are " + ", ".join(MCP_CALLS))
         try:
             tool = next(tool for tool in MCP_TOOLS if tool["name"] == name)
-            text, structured = MCP_CALLS[name](mcp_arguments(tool, params.get("arguments", {})), live)
+            arguments = params.get("arguments")
+            text, structured = MCP_CALLS[name](mcp_arguments(tool, {} if arguments is None else arguments), live)
         except RagError as e:  # the call's own fault, or the model's: a result the assistant reads
             return {"content": [{"type": "text", "text": str(e)}], "isError": True}
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
