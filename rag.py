@@ -7807,8 +7807,17 @@ def question_asked(site, params):
     snapshot, questions = site.live.current(), params.get("h", [])
     answers = params.get("a", []) + [""] * len(questions)
     turns = history_of([{"question": q, "answer": a} for q, a in zip(questions, answers)])
-    config = replace(site.config, mode=snapshot.mode, only=only_of(params.get("only", []), snapshot))
+    config = replace(site.config, mode=snapshot.mode, only=only_of(params.get("only", []), snapshot),
+                     rerank=rerank_of(params.get("r", [None])[-1], site.config))
     return snapshot, config, question_of(params.get("q", [""])[-1]), turns
+
+
+def rerank_of(asked, config):
+    """Return the rerank setting of a request: as the server was started (asked None), or on ("1", true) or
+    off: the page's own "Rerank" box."""
+    if asked is None:
+        return config.rerank
+    return (config.rerank or (RERANK_DEPTH, "")) if asked in ("1", True) else ()
 
 
 def head_line(snapshot, question, hits, mode):
@@ -7842,7 +7851,8 @@ def route_ask(handler, site, params):
     body = handler.body
     question, earlier = question_of(body.get("question"), "question"), history_of(body.get("history", []))
     snapshot = site.live.current()
-    config, told = replace(site.config, mode=snapshot.mode, only=only_of(body.get("only", []), snapshot)), []
+    config, told = replace(site.config, mode=snapshot.mode, only=only_of(body.get("only", []), snapshot),
+                           rerank=rerank_of(body.get("rerank"), site.config)), []
     answer = Answer(question, config.mode, [])
     try:  # ask()'s journey, with the queue for the model between the prompt and the answer
         answer = retrieve(snapshot.index, question, config, snapshot.embeddings, [q for q, _ in earlier], FOCUS_DEPTH * config.k)
@@ -7989,7 +7999,7 @@ def route_status(handler, site, params):
         site.model_checked = (time.monotonic(), model_note(site.config))
     send(handler, 200, {"documents": len(snapshot.index.sources()), "chunks": snapshot.index.size,
                         "mode": snapshot.mode, "model": site.config.model, "model_note": site.model_checked[1],
-                        "generation": snapshot.generation,
+                        "generation": snapshot.generation, "rerank": bool(site.config.rerank),
                         "note": snapshot.note, "reading": reading, "version": VERSION})
 
 
@@ -8305,7 +8315,8 @@ PAGE = """<!doctype html>
 <button type="button" id="docs-button" aria-expanded="false" aria-controls="docs">Documents</button></header>
 <section id="docs" hidden aria-labelledby="docs-title"><h2 id="docs-title">Documents</h2>
 <p class="quiet">Tick folders, files or kinds to ask within them; with none ticked, questions are asked of all.
-<label>Changed since <input type="date" id="since"></label> <label>before <input type="date" id="before"></label></p><p id="kinds" class="kinds"></p>
+<label>Changed since <input type="date" id="since"></label> <label>before <input type="date" id="before"></label></p>
+<p class="quiet"><label><input type="checkbox" id="rerank"> Rerank the passages with the model (slower)</label></p><p id="kinds" class="kinds"></p>
 <ul id="tree" class="tree"></ul></section>
 <main><div id="thread" aria-live="polite"><p id="intro" class="quiet">Ask a question about the documents: the answer
 cites the passages it comes from, and a follow-up can say "it" or "and in Japan?". <b>Search only</b> lists the
@@ -8477,6 +8488,7 @@ function address(question, earlier, only, kind) {  // ?q=...&h=earlier question&
   if (kind === 'explain') earlier.forEach((turn) => params.append('a', turn.answer));
   only.forEach((term) => params.append('only', term));
   if (kind === true) params.set('search', '1');
+  params.set('r', $('rerank').checked ? '1' : '0');
   return params;
 }
 const within = (only) => only.map((term) => term.startsWith('since:') ? 'changed since ' + term.slice(6)
@@ -8509,7 +8521,7 @@ async function run(question, search, earlier = topic.slice(-2)) {
       view.stop = new AbortController();
       busy(true, view.stop);  // Ask becomes Stop
       const response = await get('/api/ask', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                              body: JSON.stringify({question, history: earlier, only}), signal: view.stop.signal});
+                                              body: JSON.stringify({question, history: earlier, only, rerank: $('rerank').checked}), signal: view.stop.signal});
       const reader = response.body.getReader(), decoder = new TextDecoder();
       for (let buffer = '', end, done = false; !done;) {  // NDJSON: one object a line
         const chunk = await reader.read();
@@ -8900,7 +8912,7 @@ function leaf(file) {
 }
 
 function showWithin() {  // the ticks, the line above the question and the address say the same pick
-  document.querySelectorAll('#docs input[type=checkbox]').forEach((box) => {
+  document.querySelectorAll('#docs input[data-term]').forEach((box) => {
     box.checked = covered(box.dataset.term);
     box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder ticked
   });
@@ -8964,6 +8976,7 @@ async function about() {  // what is served; while the documents are first read,
   try {
     const status = await (await get('/api/status')).json();
     generation = status.generation;
+    $('rerank').checked = status.rerank;
     if (status.reading) {
       $('about').textContent = `Reading the documents: ${status.reading.line} · `
         + (status.chunks ? `questions use the ${status.documents} read so far` : 'questions are answered when it is done');

@@ -2847,6 +2847,38 @@ class RerankTest(unittest.TestCase):
         self.assertRegex(out, r"\n    8 -> 2      1\.000  handbook\.txt:\d+-\d+ ")
         self.assertRegex(out, r"\n    1 -> 1      0\.000  handbook\.txt:")
 
+    def test_the_page_reranks_when_its_box_is_ticked(self):
+        target = self.first[5]
+
+        def chat(handler, body):
+            yes = -0.05 if target[:RERANK_PROBE] in body["messages"][-1]["content"] else -3.0
+            handler.reply(200, {"message": {"role": "assistant", "content": "yes"}, "done": True, "logprobs": [
+                {"token": "yes", "logprob": yes, "top_logprobs": [{"token": "yes", "logprob": yes},
+                                                                 {"token": "no", "logprob": math.log(1 - math.exp(yes))}]}]})
+        fake = FakeOllama(chat=chat)
+        self.addCleanup(fake.close)
+        with contextlib.redirect_stderr(io.StringIO()):
+            server = rag.make_server(config_for(fake.url), "127.0.0.1:0", None, 1)
+            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+            try:
+                def get(path):
+                    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+                    connection.request("GET", path)
+                    reply = json.loads(connection.getresponse().read())
+                    connection.close()
+                    return reply
+                status = get("/api/status")
+                query = urllib.parse.urlencode({"q": self.QUESTION})
+                ticked, unticked, as_started = (get(f"/api/search?{query}&r=1"), get(f"/api/search?{query}&r=0"),
+                                                get(f"/api/search?{query}"))
+            finally:
+                server.shutdown()
+                server.server_close()
+        self.assertFalse(status["rerank"])
+        self.assertEqual([hit["text"] for hit in ticked["hits"][:2]], [self.first[0], target])
+        self.assertEqual([hit["text"] for hit in unticked["hits"]], self.first[:5])
+        self.assertEqual(as_started["hits"], unticked["hits"])
+
     def test_a_failing_reranker_leaves_the_first_order_with_one_warning(self):
         fake = FakeOllama(chat=replies(500, HTTP_500))
         self.addCleanup(fake.close)
