@@ -3334,15 +3334,23 @@ def second_opinion(check, config):
 def ask_opinion(evidence, config):
     """Return the model's word on whether the quote supports the sentence: "yes", "no" or "" (unclear)."""
     question = f"Quote: {evidence.quote}\n\nSentence: {evidence.text}\n\nDoes the quote support the sentence, yes or no?"
-    messages = [{"role": "system", "content": OPINION_RULES}, {"role": "user", "content": question}]
-    request = APIS[config.api]["chat_request"](config, messages, estimate_tokens(OPINION_RULES + question))
-    short = dict(request.body, options=dict(request.body["options"], num_predict=OPINION_TOKENS)) if "options" in request.body \
-        else dict(request.body, max_tokens=OPINION_TOKENS)
-    reply = generate(Answer(evidence.text, config.mode, [], request=replace(request, body=short)), config)
+    reply = model_reply([{"role": "system", "content": OPINION_RULES}, {"role": "user", "content": question}],
+                        config, OPINION_TOKENS)
+    word = re.match(r"\W*(yes|no)\b", reply.lower())
+    return word.group(1) if word else ""
+
+
+def model_reply(messages, config, most_tokens=0):
+    """Return the chat model's whole reply to messages (at most most_tokens of it, when given), as generate
+    gets it; a failure is raised (a RagError, or Ctrl-C)."""
+    request = APIS[config.api]["chat_request"](config, messages, sum(estimate_tokens(m["content"]) for m in messages))
+    if most_tokens:  # Ollama's options.num_predict, the OpenAI API's max_tokens
+        request = replace(request, body=dict(request.body, options=dict(request.body["options"], num_predict=most_tokens))
+                          if "options" in request.body else dict(request.body, max_tokens=most_tokens))
+    reply = generate(Answer("", config.mode, [], request=request), config)
     if reply.failure:
         raise reply.failure
-    word = re.match(r"\W*(yes|no)\b", reply.text.lower())
-    return word.group(1) if word else ""
+    return reply.text
 
 
 def quoted(span):
@@ -3597,15 +3605,12 @@ def rerank_by_list(question, texts, config):
     """Scores from one request that lists the passages and asks for the numbers of those that answer, best
     first: 1 for the first named, 1/2 for the second, and so on; 0 for those not named."""
     passages = "\n\n".join(f"[{n}] {' '.join(text[:RERANK_LIST_CHARS].split())}" for n, text in enumerate(texts, 1))
-    messages = [{"role": "user", "content": f"Question: {question}\n\nPassages:\n\n{passages}\n\nReply with the numbers of "
-                 "the passages that answer the question, the best first, separated by commas, like: 3, 1, 7"}]
-    request = APIS[config.api]["chat_request"](config, messages, estimate_tokens(messages[0]["content"]))
-    reply = generate(Answer(question, config.mode, [], request=request), config)
-    if reply.failure:
-        raise reply.failure
-    named = list(dict.fromkeys(int(n) for n in re.findall(r"\d+", reply.text) if 1 <= int(n) <= len(texts)))
+    reply = model_reply([{"role": "user", "content": f"Question: {question}\n\nPassages:\n\n{passages}\n\nReply with the "
+                          "numbers of the passages that answer the question, the best first, separated by commas, like: 3, 1, 7"}],
+                        config)
+    named = list(dict.fromkeys(int(n) for n in re.findall(r"\d+", reply) if 1 <= int(n) <= len(texts)))
     if not named:
-        raise RagError(f"the model named no passage when asked to rank them (it said: {textwrap.shorten(reply.text, 60)!r})")
+        raise RagError(f"the model named no passage when asked to rank them (it said: {textwrap.shorten(reply, 60)!r})")
     return [1 / (named.index(n) + 1) if n in named else 0.0 for n in range(1, len(texts) + 1)]
 
 
@@ -9029,25 +9034,29 @@ MCP_MAX_K = 50              # the most hits a search or an answer may ask for
 MCP_ONLY = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TERMS,
             "description": 'Ask within some documents only, as --only does: a folder ("/hr"), a name or glob '
                            '("*.pdf", "handbook*"), a kind ("pdf"), a date ("since:2024-01-01").'}
+
+
+def mcp_question_arguments(k_is):
+    """Return the JSON Schema of a question tool's arguments: the question, k (saying what it is), --only's terms."""
+    return {"type": "object", "properties": {
+        "question": {"type": "string", "description": "what to look for, or to ask, in the documents' language"},
+        "k": {"type": "integer", "minimum": 1, "maximum": MCP_MAX_K, "description": f"{k_is} (default {TOP_K})"},
+        "only": MCP_ONLY}, "required": ["question"], "additionalProperties": False}
+
+
 MCP_TOOLS = [
     {"name": "search", "title": "Search the documents",
      "description": "Find the passages of the user's documents that best match a question or keywords (BM25 over "
                     "words; Chinese, Japanese and Korean too). Each hit gives its source file, lines or pages, "
                     "heading and an excerpt; call passage for a hit's whole text. Use it before answering from "
                     "the documents, and cite the sources.",
-     "inputSchema": {"type": "object", "properties": {
-         "question": {"type": "string", "description": "what to look for, in the documents' language"},
-         "k": {"type": "integer", "minimum": 1, "maximum": MCP_MAX_K, "description": f"how many hits (default {TOP_K})"},
-         "only": MCP_ONLY}, "required": ["question"], "additionalProperties": False}},
+     "inputSchema": mcp_question_arguments("how many hits")},
     {"name": "ask", "title": "Ask the documents",
      "description": "Answer a question from the user's documents with the local language model that rag.py is "
                     "set up with: the answer cites its passages by number [1], and comes with those passages, "
                     "each sentence's check against them, and any warnings. Fails with a clear message when no "
                     "model server runs; search works without one.",
-     "inputSchema": {"type": "object", "properties": {
-         "question": {"type": "string"},
-         "k": {"type": "integer", "minimum": 1, "maximum": MCP_MAX_K, "description": f"passages given to the model (default {TOP_K})"},
-         "only": MCP_ONLY}, "required": ["question"], "additionalProperties": False}},
+     "inputSchema": mcp_question_arguments("passages found for the model")},
     {"name": "list_documents", "title": "List the documents",
      "description": "List the files rag.py was given: for each, when it changed and was read, its pages or lines, "
                     "and why nothing was read of it (a scan, a damaged file, a kind it does not read).",
@@ -9222,10 +9231,9 @@ def mcp_arguments(tool, arguments):
 
 
 def mcp_only(arguments, snapshot):
-    """Return the --only terms of a call, checked as --only checks them (a term that keeps no document fails)."""
+    """Return the --only terms of a call, checked as --only checks them (how many, how long, and that they keep
+    a document)."""
     only = tuple(term.strip() for term in arguments.get("only", ()) if term.strip())
-    if any(len(term) > ONLY_MAX_CHARS for term in only):
-        raise RagError(f"only: a term has at most {ONLY_MAX_CHARS} characters")
     chunks_within(snapshot.index, only)
     return only
 

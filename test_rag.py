@@ -6825,7 +6825,7 @@ class McpTest(unittest.TestCase):
                                 ({"question": "x", "top": 3}, "search: no argument 'top'"),
                                 ({"question": "x", "only": "*.pdf"}, "only must be an array of strings"),
                                 ({"question": "x", "only": ["*.nothing"]}, "no document is within --only *.nothing"),
-                                ({"question": "x", "only": ["*" * 65000]}, "only: a term has at most 500 characters"),
+                                ({"question": "x", "only": ["*" * 65000]}, "a term of at most 500 characters"),
                                 ({"question": "   "}, "the question must have words"),
                                 ({"question": "x" * 5000}, "at most 2000 characters")]:
             with self.subTest(arguments=str(arguments)[:60]):
