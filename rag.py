@@ -6051,34 +6051,80 @@ def cid_widths(pdf, w):
 
 
 def simple_encoding(pdf, font, kind, descriptor, mapped):
-    """Return code -> text of a simple font from its encoding: a base encoding changed by /Differences."""
+    """Return code -> text of a simple font from its encoding: a base encoding changed by /Differences.
+    A code whose glyph name tells nothing is left out (its text is unknown: see numbered_glyphs)."""
     get = pdf.get
     encoding = get(font.get("Encoding"))
     base = get(encoding.get("BaseEncoding")) if isinstance(encoding, dict) else encoding
     table = base_encoding(base) if base in ("WinAnsiEncoding", "MacRomanEncoding", "StandardEncoding") else None
     program, compact = get(descriptor.get("FontFile")), get(descriptor.get("FontFile3"))
+    names = {}  # code -> a glyph name that tells no text by itself
     if table is None and kind == "Type1" and isinstance(program, Stream) and not mapped:
         # an embedded Type 1 font has an encoding of its own, in its clear-text part: "dup 12 /fi put"
         clear = pdf.decode(program)[:int(get(program.info.get("Length1", 0))) or None]
-        table = {int(code): glyph_text(glyph.decode("latin-1"))
-                 for code, glyph in re.findall(rb"dup\s+(\d+)\s*/(" + REGULAR + rb"+)\s+put", clear)} or None
+        names = {int(code): glyph.decode("latin-1")
+                 for code, glyph in re.findall(rb"dup\s+(\d+)\s*/(" + REGULAR + rb"+)\s+put", clear)}
+        table = {code: glyph_text(glyph) for code, glyph in names.items()} or None
     if table is None and kind == "Type1" and isinstance(compact, Stream) and not mapped:
         try:  # a Type 1 font in its compact form (CFF) names its glyphs too, and may encode them its own way
-            table = cff_encoding(pdf.decode(compact))
+            table = cff_encoding(pdf.decode(compact), names)
         except (IndexError, ValueError, KeyError, TypeError):  # a damaged program: the standard encoding is a guess
             table = None
     if table is None and re.search("Symbol|Dingbat|Wingding|Webding", str(get(font.get("BaseFont")))):
         table = {}  # pictures, not letters: with no map, its text cannot be known
     if table is None:
         table = base_encoding("WinAnsiEncoding" if kind == "TrueType" else "StandardEncoding")
-    table = dict(table)
-    code = 0
-    for item in get(encoding.get("Differences")) or [] if isinstance(encoding, dict) else []:
+    table, code = dict(table), 0
+    differences = get(encoding.get("Differences")) if isinstance(encoding, dict) else None
+    for item in differences[:512] if isinstance(differences, list) else []:  # (256 codes, each named once)
         item = get(item)  # a code, then the glyph names of it and the codes after it
-        if isinstance(item, str):
-            table[code] = glyph_text(item, kind == "Type3")
+        if isinstance(item, str) and code < 256:  # (a one-byte code: the names past 255 cannot be shown)
+            table[code], names[code] = glyph_text(item, kind == "Type3"), item
         code = item if isinstance(item, int) else code + 1
+    names = {code: name for code, name in names.items() if not table.get(code)}  # those that told nothing
+    read = numbered_glyphs(names, base_encoding("WinAnsiEncoding" if kind == "TrueType" else "StandardEncoding"))
+    for code, name in names.items():  # ("" for .notdef: a glyph that draws nothing)
+        table[code] = "" if name == ".notdef" else read.get(code, NO_TEXT)
     return table
+
+
+# Producers that turned TrueType fonts into Type 1 (Ghostscript-based printers, Distiller) may name glyphs
+# by number: "G37", "g0041", "glyph12", "index0x1F", "cid123". The number is the glyph's code (as pdf.js
+# reads Gxx, g00xx and Cdd), or its index in the TrueType font, whose first 258 glyphs most fonts order as
+# the Macintosh standard does: space 3, A 36, a 68, then Mac Roman's upper half, then these 32.
+MAC_GLYPHS_LAST = "ŁłŠšŽž¦ÐðÝýÞþ−×¹²³½¼¾₣ĞğİŞşĆćČčđ"
+
+
+def mac_glyph_text(index):
+    """Return the text of a glyph by its index in the standard Macintosh order; "" when none."""
+    if 3 <= index <= 97:  # space to asciitilde
+        return chr(index + 29)
+    if 98 <= index <= 225:  # Adieresis to caron: Mac Roman from 128 (its apple logo is no text)
+        return bytes([index + 30]).decode("mac_roman").replace("\uf8ff", "")
+    return MAC_GLYPHS_LAST[index - 226] if 226 <= index < 258 else ""
+
+
+def numbered_glyphs(names, base):
+    """Return code -> text of the glyphs named by number ({code: name}); {} unless most names are so.
+    Which reading a font uses its names tell together: the number is the code where it mostly equals
+    it; else the reading (a code or a Macintosh index, decimal or hex) that gives the most letters."""
+    numbered = {code: found.groups() for code, name in names.items()
+                for found in [re.fullmatch(r"([A-Za-z]{1,5}?)(0x)?([0-9A-Fa-f]{1,5})", name)] if found}
+    if len(numbered) < max(1, len(names) / 2):
+        return {}
+    readings = {}
+    for radix in (10, 16):
+        numbers = {code: int(digits, radix) for code, (_, hexed, digits) in numbered.items()
+                   if radix == 16 or digits.isdigit() and not hexed}  # ("0x1F" and "3F" only in hex)
+        if not numbers:
+            continue
+        as_code = {code: base.get(n, "") for code, n in numbers.items() if n < 256}
+        if sum(code == n for code, n in numbers.items()) > len(numbers) / 2:
+            return as_code  # the names repeat the codes
+        readings[radix, "code"] = as_code
+        readings[radix, "mac"] = {code: mac_glyph_text(n) for code, n in numbers.items()}
+    letters = lambda table: sum(2 if t.islower() else 1 for t in table.values() if t.isalnum())  # noqa: E731
+    return max(readings.values(), key=letters, default={})
 
 
 # A CFF font program (a "Type 1C" font, FontFile3) is a binary file of INDEXes (counted lists of byte
@@ -6095,10 +6141,11 @@ CFF_LATIN = ("onesuperior logicalnot mu trademark Eth onehalf plusminus Thorn on
 CFF_EXPERT = {266: "ff", 267: "ffi", 268: "ffl", **{239 + n: str(n) for n in range(10)}}  # of 229-378: ligatures, old-style figures
 
 
-def cff_encoding(data):
+def cff_encoding(data, untold=None):
     """Return code -> text of a CFF font program by its own encoding, or None when it has the standard
     one (or is keyed by CID: its codes are glyph numbers). Its encoding gives each code a glyph; its
-    charset names each glyph by a string ID; the name tells the text (glyph_text)."""
+    charset names each glyph by a string ID; the name tells the text (glyph_text). The names of its own
+    that tell no text are put in untold, by code."""
     names, at = cff_index(data, data[2])  # the header's size is its third byte
     top, at = cff_index(data, at)
     strings, _ = cff_index(data, at)
@@ -6124,11 +6171,14 @@ def cff_encoding(data):
     else:  # runs: a first code, and how many follow
         codes = [code for i in range(count) for code in range(data[at + 2 * i], data[at + 2 * i] + data[at + 2 * i + 1] + 1)]
         at += 2 * count
-    table = {code: text_of(sids[glyph]) for glyph, code in enumerate(codes, 1) if glyph < len(sids)}
+    table = {code: sids[glyph] for glyph, code in enumerate(codes, 1) if glyph < len(sids)}
     if data[encoding] & 0x80:  # supplements: more codes for glyphs already encoded, by string ID
-        table.update((data[at + 1 + 3 * i], text_of(int.from_bytes(data[at + 2 + 3 * i:at + 4 + 3 * i], "big")))
+        table.update((data[at + 1 + 3 * i], int.from_bytes(data[at + 2 + 3 * i:at + 4 + 3 * i], "big"))
                      for i in range(data[at]))
-    return table
+    if untold is not None:
+        untold.update((code, strings[sid - 391].decode("latin-1")) for code, sid in table.items()
+                     if 391 <= sid < 391 + len(strings) and not text_of(sid))
+    return {code: text_of(sid) for code, sid in table.items()}
 
 
 def cff_charset(data, charset, glyphs):

@@ -4342,6 +4342,28 @@ def unicode_map(chars):
             + " ".join(f"<{i + 1:04X}> <{ord(c):04X}>" for i, c in enumerate(chars)) + " endbfchar endcmap").encode()
 
 
+def cff_program(sids, strings, supplement=None):
+    """Return (a CFF font program, its encoding, its charset): glyphs 1, 2, ... named by the string IDs
+    sids (391 on: strings, its own) and given codes 1, 2, ...; a supplement (code, string ID) adds a code."""
+    def index(items):
+        offsets = list(itertools.accumulate([1] + [len(item) for item in items]))
+        return struct.pack(">HB", len(items), 4) + b"".join(struct.pack(">I", o) for o in offsets) + b"".join(items) \
+            if items else b"\0\0"
+
+    def number(n):
+        return b"\x1d" + struct.pack(">i", n)  # an integer in 5 bytes: the top DICT's size is known first
+    head = b"\x01\x00\x04\x01" + index([b"X"])
+    rest = index(strings) + index([])  # its strings, no global subroutines
+    at = len(head) + len(index([b"." * 18])) + len(rest)
+    charstrings = index([b"\x0e"] * (len(sids) + 1))
+    charset = b"\x00" + b"".join(struct.pack(">H", sid) for sid in sids)
+    encoding = bytes([0x80 if supplement else 0, len(sids), *range(1, len(sids) + 1)])
+    encoding += bytes([1, supplement[0]]) + struct.pack(">H", supplement[1]) if supplement else b""
+    top = number(at + len(charstrings)) + b"\x0f" + number(at + len(charstrings) + len(charset)) + b"\x10" \
+        + number(at) + b"\x11"  # charset, Encoding, CharStrings
+    return head + index([top]) + rest + charstrings + charset + encoding, encoding, charset
+
+
 def column_page(content, chars="東京都"):
     """Return the objects of a page whose F1 is Courier and F2 a vertical font (Identity-V) of chars."""
     return one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
@@ -4769,23 +4791,8 @@ class PdfFontsTest(unittest.TestCase):
         which glyph each is. Glyphs named by a standard string (C, o; onesuperior; the expert set's ffi), by
         a string of its own (uni00E9), and a code added by a supplement. The standard encoding would read
         codes 1-6 as nothing."""
-        def index(items):
-            offsets = list(itertools.accumulate([1] + [len(item) for item in items]))
-            return struct.pack(">HB", len(items), 4) + b"".join(struct.pack(">I", o) for o in offsets) + b"".join(items) \
-                if items else b"\0\0"
-
-        def number(n):
-            return b"\x1d" + struct.pack(">i", n)  # an integer in 5 bytes: the top DICT's size is known first
         sids = [ord("C") - 31, ord("o") - 31, 391, 267, 150]  # after .notdef; 391: the font's first own string
-        head = b"\x01\x00\x04\x01" + index([b"X"])
-        rest = index([b"uni00E9"]) + index([])  # its strings, no global subroutines
-        at = len(head) + len(index([b"." * 18])) + len(rest)
-        charstrings = index([b"\x0e"] * (len(sids) + 1))
-        charset = b"\x00" + b"".join(struct.pack(">H", sid) for sid in sids)
-        encoding = bytes([0x80, 5, 1, 2, 3, 4, 5, 1, 6]) + struct.pack(">H", ord("o") - 31)  # codes 1-5, and 6 for "o"
-        top = number(at + len(charstrings)) + b"\x0f" + number(at + len(charstrings) + len(charset)) + b"\x10" \
-            + number(at) + b"\x11"  # charset, Encoding, CharStrings
-        program = head + index([top]) + rest + charstrings + charset + encoding
+        program, encoding, charset = cff_program(sids, [b"uni00E9"], supplement=(6, ord("o") - 31))
         self.assertEqual(rag.cff_encoding(program), {1: "C", 2: "o", 3: "é", 4: "ffi", 5: "¹", 6: "o"})
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (\\001\\002\\003\\004\\005\\006) Tj ET",
                            extra=[b"<</Type/FontDescriptor/FontName/X/Flags 4/FontFile3 7 0 R>>", stream(b"/Subtype/Type1C", program)])
@@ -4798,6 +4805,50 @@ class PdfFontsTest(unittest.TestCase):
             with self.subTest(damaged=len(damaged)), \
                     self.assertRaisesRegex(rag.RagError, r"its fonts \(ABCDEF\+X\) have no Unicode map"):
                 text_of(objects)  # no text from it, said as such
+
+    def test_glyphs_named_by_number_are_read_by_the_number(self):
+        """Fonts converted from TrueType by Ghostscript-based printers and Distiller name glyphs by number,
+        with no ToUnicode map: by the glyph's index in the TrueType font (whose first 258 glyphs follow the
+        Macintosh order: a is 68), decimal or hex ("index0x44"), or by the code itself ("G41", "C65"). All
+        of this text was lost, and the file called "a scan"."""
+        sentence = "Quiet hours end at 9 am."
+        used = sorted(set(sentence))
+        codes = bytes(used.index(c) + 1 for c in sentence)  # codes 1, 2, ... as a subset font gives them
+        mac = lambda c: ord(c) - 29  # noqa: E731 (space 3, A 36, a 68)
+        for names in (["g%d" % mac(c) for c in used], ["index0x%X" % mac(c) for c in used],
+                      ["glyph%d" % mac(c) for c in used], ["G%02X" % ord(c) for c in used]):
+            program = cff_program(range(391, 391 + len(used)), [n.encode() for n in names])[0]
+            objects = one_page(b"BT /F1 10 Tf 72 700 Td (%s) Tj ET" % codes.replace(b"\\", b"\\\\")
+                               .replace(b"(", b"\\(").replace(b")", b"\\)"),
+                               extra=[b"<</Type/FontDescriptor/FontName/X/Flags 4/FontFile3 7 0 R>>",
+                                      stream(b"/Subtype/Type1C", program)])
+            objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/X/FontDescriptor 6 0 R>>"
+            with self.subTest(names=names[:3]):
+                self.assertEqual(text_of(objects), ([sentence], ""))
+        for names in (b"/G51/G75/G69/G65/G74", b"/C81/C117/c105/C101/C116"):  # "Quiet" by code, hex or decimal
+            objects = one_page(b"BT /F1 10 Tf 72 700 Td (Quiet) Tj ET")
+            objects[3] = b"<</Type/Font/Subtype/TrueType/BaseFont/X/Encoding<</Differences" \
+                         b"[81/%s 117/%s 105/%s 101/%s 116/%s]>>>>" % tuple(names.split(b"/")[1:])
+            with self.subTest(names=names):
+                self.assertEqual(text_of(objects), (["Quiet"], ""))
+
+    def test_glyph_names_that_tell_nothing_are_said_as_no_unicode_map_never_a_scan(self):
+        """A font whose glyph names tell no text (and no ToUnicode map) draws text that cannot be read:
+        said as such, with the font's name; a page with readable text besides keeps it. A /Differences of
+        ever more names counts only the 256 codes a simple font has."""
+        odd = b"<</Type/Font/Subtype/Type1/BaseFont/ODD/Encoding<</Differences[1/xyzzy/plugh/frobozz]>>>>"
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (\001\002\003) Tj ET")
+        objects[3] = odd
+        with self.assertRaisesRegex(rag.RagError, r"its fonts \(ODD\) have no Unicode map"):
+            text_of(objects)
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Quiet hours) Tj ET BT /F2 10 Tf 72 680 Td (\001\002\003) Tj ET",
+                           fonts=b"/F1 4 0 R/F2 6 0 R", extra=[odd])
+        self.assertEqual(text_of(objects), (["Quiet hours"], "rag.py: warning: t.pdf: the text in font ODD has no "
+                                                             "Unicode map: it is left out\n"))
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (QRQR) Tj ET")
+        objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/X/Encoding<</Differences[0%s]>>>>" % (
+            b"/xyzzy" * 81 + b"/Q/u" + b"/xyzzy" * 50_000)  # 81 (Q) is Q, 82 (R) u; codes 83 to 50,082 are none
+        self.assertEqual(text_of(objects), (["QuQu"], ""))
 
     def test_vertical_writing_reads_down_each_column_and_the_columns_right_to_left(self):
         """Japanese set vertically (tategaki): a font with /Encoding /Identity-V, or a CMap of its own with
