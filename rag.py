@@ -5213,6 +5213,7 @@ MAX_CID = 65535                 # the largest glyph number (CID) a font can have
 PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
+PDF_OVERDRAW = 0.1              # the same text drawn again this many font sizes on is drawn once (poppler's)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
 PDF_COLUMN_GAP = 2.0            # a gap this many font sizes wide inside a line may be a column gutter,
 PDF_COLUMN_WIDTH = 10.0         # between text this many font sizes wide on both sides (not table cells)
@@ -6632,7 +6633,7 @@ RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic
 
 def page_layout(spans):
     """Return the text of a page from its spans: lines, and a blank line between paragraphs."""
-    lines, last, spans = [], None, one_direction(spans)
+    lines, last, spans = [], None, one_direction(drawn_once(spans))
     for span in spans:
         if last and abs(span[2] - last[2]) <= PDF_LINE_SHIFT * max(span[3], last[3]):
             lines[-1].append(span)
@@ -6663,6 +6664,25 @@ def page_layout(spans):
         elif text:
             lines.append([text, segment[2], segment[3], segment[5]])
     return pdf_paragraphs(lines)
+
+
+def drawn_once(spans):
+    """Return the spans without those drawn again over the same text: a fake bold, a shadow, a hidden
+    layer over the visible one. As poppler does, a span is dropped when the same text at the same size
+    was drawn less than PDF_OVERDRAW sizes from where it starts (along the line; twice that across it);
+    the same text a glyph on ("ll"), a line below or a column over stays. Places are kept in cells of
+    that size, so that each span looks at the 9 cells about its own only."""
+    kept, seen = [], {}
+    for span in spans:
+        start, _, across, size, text = span[:5]
+        near = PDF_OVERDRAW * size or 1
+        key = (text, near, round(start / near / 2), round(across / near / 2))
+        if any(abs(start - s) < near and abs(across - a) < 2 * near for i in (-1, 0, 1) for j in (-1, 0, 1)
+               for s, a in seen.get((text, near, key[2] + i, key[3] + j), ())):
+            continue
+        seen.setdefault(key, []).append((start, across))
+        kept.append(span)
+    return kept
 
 
 def one_direction(spans):

@@ -4832,6 +4832,18 @@ class PdfFontsTest(unittest.TestCase):
             with self.subTest(names=names):
                 self.assertEqual(text_of(objects), (["Quiet"], ""))
 
+    def test_text_drawn_twice_over_itself_is_read_once(self):
+        """Report generators draw a word twice at almost one place: a fake bold (0.3 pt over), a shadow
+        (0.5 pt over and down), a hidden layer (render mode 3) over the visible text, or glyph by glyph.
+        Read twice, "Kruger" was "KrugerKruger". The same word elsewhere on the line, or on the next
+        line, is text of its own."""
+        content = (b"BT /F1 10 Tf 72 700 Td (Kruger) Tj ET BT /F1 10 Tf 72.3 700 Td (Kruger) Tj ET "  # fake bold
+                   b"BT /F1 10 Tf 150 700 Td (K2-1901) Tj ET BT /F1 10 Tf 150.5 699.5 Td (K2-1901) Tj ET "  # shadow
+                   b"BT /F1 10 Tf 250 700 Td (RR2Y) Tj ET BT 3 Tr /F1 10 Tf 250 700 Td (RR2Y) Tj ET "  # hidden layer
+                   b"BT /F1 10 Tf 72 680 Td (O) Tj 0.2 0 Td (O) Tj 5.8 0 Td (k) Tj 0.2 0 Td (k) Tj ET "  # glyph by glyph
+                   b"BT /F1 10 Tf 350 700 Td (Kruger) Tj ET BT /F1 10 Tf 72 660 Td (Kruger Kruger) Tj ET")  # alike
+        self.assertEqual(text_of(one_page(content)), (["Kruger K2-1901 RR2Y\n\nOk\n\nKruger\n\nKruger Kruger"], ""))
+
     def test_glyph_names_that_tell_nothing_are_said_as_no_unicode_map_never_a_scan(self):
         """A font whose glyph names tell no text (and no ToUnicode map) draws text that cannot be read:
         said as such, with the font's name; a page with readable text besides keeps it. A /Differences of
