@@ -6940,6 +6940,9 @@ S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"          # XLS
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+CHART = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"            # charts and SmartArt,
+DIAGRAM = "{http://schemas.openxmlformats.org/drawingml/2006/diagram}"        # parts of their own
+XLINK = "{http://www.w3.org/1999/xlink}"
 OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"              # ODT, ODS, ODP
 TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
@@ -7173,8 +7176,8 @@ def flatten(roots, markup, heading_level=None, notes=None):
         node, entering = stack.pop()
         tag = node.tag
         if entering:
-            if tag in notes:
-                cited += notes[tag](node)
+            if tag in notes:  # (outside a paragraph, what it cites is a paragraph here)
+                (cited if runs else sinks[-1]).extend(notes[tag](node))
             if tag in markup.skip or tag in notes:
                 stack.append((node, None))  # None: leave it unread, but its tail is still text
                 continue
@@ -7253,7 +7256,7 @@ def read_docx(data, path):
             notes.update(((kind, note.get(W + "id")), flatten([note], DOCX_MARKUP)) for note in root
                          if note.get(W + "type", "normal") == "normal")
     cite = {W + "footnoteReference": lambda e: notes.get(("footnotes", e.get(W + "id")), []),
-            W + "endnoteReference": lambda e: notes.get(("endnotes", e.get(W + "id")), [])}
+            W + "endnoteReference": lambda e: notes.get(("endnotes", e.get(W + "id")), []), **drawn_parts(part, main)}
     paragraphs = flatten([body] if body is not None else [], DOCX_MARKUP, lambda p: docx_level(p, levels), cite)
     return ["\n\n".join(list(dict.fromkeys(furniture)) + paragraphs)]  # first-page, even, odd headers: once
 
@@ -7311,7 +7314,7 @@ def read_pptx(data, path):
     for slide_id in part("ppt/presentation.xml").iter(P + "sldId"):
         kind, name = linked.get(slide_id.get(R + "id"), ("", ""))
         if kind == "slide":
-            title, blocks = pptx_shapes(part(name))
+            title, blocks = pptx_shapes(part(name), drawn_parts(part, name))
             for kind, notes in relationships(part, name).values():
                 if kind == "notesSlide":
                     blocks += pptx_shapes(part(notes))[1]  # a notes page has no title
@@ -7319,18 +7322,46 @@ def read_pptx(data, path):
     return pages
 
 
-def pptx_shapes(root):
-    """Return (title paragraphs, other paragraphs) of a slide's or notes page's shapes, in their order;
-    slide numbers and dates are left out."""
+def pptx_shapes(root, drawn=None):
+    """Return (title paragraphs, other paragraphs) of a slide's or notes page's shapes, in their order,
+    with the text of its charts and diagrams (drawn: see drawn_parts); slide numbers and dates are left out."""
     title, blocks = [], []
     for tree in root.iter(P + "spTree"):
         for shape in tree:
             placeholder = shape.find(P + "nvSpPr/" + P + "nvPr/" + P + "ph")
             kind = "" if placeholder is None else placeholder.get("type", "body")
             if kind not in ("sldNum", "dt", "sldImg"):
-                (title if kind in ("title", "ctrTitle") else blocks).extend(flatten([shape], PPTX_MARKUP))
+                (title if kind in ("title", "ctrTitle") else blocks).extend(flatten([shape], PPTX_MARKUP, None, drawn))
         break  # the first tree is the slide's; no slide has two
     return title, blocks
+
+
+def drawn_parts(part, name):
+    """Return what flatten needs to read, in its place, the charts and SmartArt diagrams that an OOXML
+    part (a slide, a Word body, a sheet's drawing) points to: their text is in parts of their own. Each
+    is read once, however often it is pointed to."""
+    linked, done = relationships(part, name), set()
+
+    def read(link):
+        kind, target = linked.get(link, ("", ""))
+        root = part(target, required=False) if kind in ("chart", "diagramData") and target not in done else None
+        done.add(target)
+        return [] if root is None else chart_text(root) if kind == "chart" else flatten([root], PPTX_MARKUP)
+    return {CHART + "chart": lambda e: read(e.get(R + "id")), DIAGRAM + "relIds": lambda e: read(e.get(R + "dm"))}
+
+
+def chart_text(root):
+    """Return a chart's text: its titles (of the chart and its axes), then one line of the names of its
+    series and its categories, each once; numbers (values, and categories by number: dates) left out."""
+    labels = []
+    for series in root.iter(CHART + "ser"):
+        for label in series:  # a name, or categories: text of its own (c:v), or cached from cells
+            sources = [label] if label.find(CHART + "v") is not None else list(label)
+            labels += [" ".join(value.text.split()) for source in sources if label.tag in (CHART + "tx", CHART + "cat")
+                       and source.tag not in (CHART + "numRef", CHART + "numLit")
+                       for value in source.iter(CHART + "v") if value.text]
+    line = ", ".join(dict.fromkeys(label for label in labels if label))
+    return flatten([root], PPTX_MARKUP) + ([line] if line else [])
 
 
 def slide_page(title, blocks):
@@ -7361,9 +7392,17 @@ def read_xlsx(data, path):
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
-    sheets = [(sheet.get("name", ""), xlsx_rows(part, linked[sheet.get(R + "id")][1], shared, dates, epoch))
+    sheets = [(sheet.get("name", ""), xlsx_rows(part, linked[sheet.get(R + "id")][1], shared, dates, epoch),
+               xlsx_drawings(part, linked[sheet.get(R + "id")][1]))
               for sheet in book.iter(S + "sheet") if linked.get(sheet.get(R + "id"), ("",))[0] == "worksheet"]
     return sheet_pages(sheets, path)
+
+
+def xlsx_drawings(part, sheet):
+    """Return the paragraphs drawn over a worksheet: its text boxes and shapes, and its charts' text."""
+    drawings = [name for kind, name in relationships(part, sheet).values() if kind == "drawing"]
+    return [text for name in drawings for root in [part(name, required=False)] if root is not None
+            for text in flatten([root], PPTX_MARKUP, None, drawn_parts(part, name))]
 
 
 def rich_text(item):
@@ -7450,17 +7489,19 @@ def excel_date(value, epoch):
 
 
 def sheet_pages(sheets, path):
-    """Return one page per (name, rows) sheet: the name as a heading, the header row (the first with
-    text), then a line per row that names each value by its column's header, because a row of bare
-    numbers matches no question. Rows are paragraphs of their own, so chunks end between rows.
+    """Return one page per (name, rows, drawn) sheet: the name as a heading, the header row (the first
+    with text), then a line per row that names each value by its column's header, because a row of bare
+    numbers matches no question; then the paragraphs drawn over the sheet (text boxes, charts). Rows are
+    paragraphs of their own, so chunks end between rows.
 
-    Example: ("Rates", [{0: "Country", 1: "Per diem"}, {0: "Japan", 1: "EUR 70"}])
+    Example: ("Rates", [{0: "Country", 1: "Per diem"}, {0: "Japan", 1: "EUR 70"}], [])
              -> "# Rates\\n\\nCountry | Per diem\\n\\nCountry: Japan | Per diem: EUR 70"
     """
     pages, cells, budget = [], [0], TextBudget(path)  # cells: [non-empty cells read so far]
-    for number, (name, rows) in enumerate(sheets, 1):
+    for number, (name, rows, drawn) in enumerate(sheets, 1):
         title = " ".join(name.split())
         lines, go_on = sheet_lines(rows, f"sheet {number} {title!r}", path, cells, budget)
+        lines += drawn if go_on and budget.spend(sum(map(len, drawn)), f"the text drawn over sheet {number}") else []
         pages.append("\n\n".join([f"# {title}"] * bool(title) + lines) if lines or not go_on else "")
         if not go_on:
             break
@@ -7492,17 +7533,33 @@ def sheet_lines(rows, sheet, path, cells, budget):
 def read_odf(data, path):
     """Return an OpenDocument file's pages: the whole text (ODT), a page per sheet (ODS, as in
     sheet_pages), or a page per slide with its notes (ODP)."""
-    body = zip_reader(data, path)("content.xml").find(OFFICE + "body")
+    part = zip_reader(data, path)
+    body = part("content.xml").find(OFFICE + "body")
     document = body[0] if body is not None and len(body) else None
     if document is None:
         return [""]
+    objects = odf_objects(part)
     if document.tag == OFFICE + "spreadsheet":
-        return sheet_pages([(table.get(TABLE + "name", ""), ods_rows(table))
+        return sheet_pages([(table.get(TABLE + "name", ""), ods_rows(table),
+                             flatten(table.findall(TABLE + "shapes"), ODF_MARKUP, None, objects))
                             for table in document.findall(TABLE + "table")], path)
     if document.tag in (OFFICE + "presentation", OFFICE + "drawing"):
-        return [odp_page(page) for page in document.iter(DRAW + "page")]
-    cite = {TEXT + "note": lambda e: flatten(e.findall(TEXT + "note-body"), ODF_MARKUP)}
+        return [odp_page(page, objects) for page in document.iter(DRAW + "page")]
+    cite = {TEXT + "note": lambda e: flatten(e.findall(TEXT + "note-body"), ODF_MARKUP), **objects}
     return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
+
+
+def odf_objects(part):
+    """Return what flatten needs to read, in its place, an object a frame shows from a folder of the file
+    of its own (a chart: "Object 1/content.xml", its titles and its table). Each is read once."""
+    done = set()
+
+    def read(frame):
+        name = posixpath.normpath(frame.get(XLINK + "href", "")).lstrip("/") + "/content.xml"
+        root = part(name, required=False) if name not in done and not name.startswith("..") else None
+        done.add(name)
+        return [] if root is None else flatten(root.findall(OFFICE + "body"), ODF_MARKUP)
+    return {DRAW + "object": read}
 
 
 def odf_level(paragraph):
@@ -7510,14 +7567,15 @@ def odf_level(paragraph):
     return count_attribute(paragraph, TEXT + "outline-level", 6) if paragraph.tag == TEXT + "h" else 0
 
 
-def odp_page(page):
-    """Return one slide of an ODP: title frame as heading, other frames, then the speaker notes."""
+def odp_page(page, objects=None):
+    """Return one slide of an ODP: title frame as heading, other frames (a chart's text in its place:
+    see odf_objects), then the speaker notes."""
     title, blocks, notes = [], [], []
     for shape in page:
         kind = shape.get(PRESENTATION + "class", "")
         if kind not in ("page-number", "date-time"):
             into = notes if shape.tag == PRESENTATION + "notes" else title if kind == "title" else blocks
-            into += flatten([shape], ODF_MARKUP)
+            into += flatten([shape], ODF_MARKUP, None, objects)
     return slide_page(title, blocks + notes)
 
 

@@ -5243,6 +5243,20 @@ class DocxTest(unittest.TestCase):
                 '<w:r><w:t>After the box</w:t></w:r></w:p>')
         self.assertEqual(rag.read_docx(docx(body), "a.docx"), ["Box\n\nAfter the box"])
 
+    def test_a_chart_and_a_smartart_diagram_follow_the_paragraph_that_holds_them(self):
+        """Word keeps a chart's and a SmartArt diagram's text in parts of their own (word/charts,
+        word/diagrams), pointed to from a drawing in a paragraph: read after that paragraph."""
+        body = (f'<w:p><w:r><w:t>Claims rose.</w:t></w:r><w:r><w:drawing>{graphic_frame("rId2", "wp:inline")}'
+                '</w:drawing></w:r></w:p>' + p("Steps:") + f'<w:p><w:r><w:drawing>{graphic_frame(("dm", "rId3"), "wp:inline")}'
+                '</w:drawing></w:r></w:p>' + p("The end."))
+        body = body.replace("<wp:inline>", '<wp:inline xmlns:wp="x" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">')
+        extra = {"word/charts/chart1.xml": chart_part("Claims", "Count", ["2024"], ["Travel", "Meals"]),
+                 "word/diagrams/data1.xml": diagram_part(["Ask", "Approve"])}
+        self.assertEqual(rag.read_docx(docx(body, extra=extra, document_rels=[("chart", "charts/chart1.xml"),
+                                                                              ("diagramData", "diagrams/data1.xml")]), "a.docx"),
+                         ["Claims rose.\n\nClaims\n\nCount\n\n2024, Travel, Meals, Literal\n\nSteps:\n\nAsk\n\nApprove"
+                          "\n\nThe end."])
+
     def test_table_rows_are_lines_of_cells_and_headings_in_cells_are_plain(self):
         def cell(*texts):
             return "<w:tc>" + "".join(p(t, "berschrift1") for t in texts) + "</w:tc>"
@@ -5300,6 +5314,41 @@ def slide(root, shapes):
     return f"<p:{root} {DRAWING}><p:cSld><p:spTree><p:nvGrpSpPr/><p:grpSpPr/>{shapes}</p:spTree></p:cSld></p:{root}>"
 
 
+CHART_NS = ('xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
+            'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+            'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+DIAGRAM_NS = 'xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram"'
+
+
+def chart_part(title, axis, series, categories):
+    """Return a chart part (ppt/charts, xl/charts, word/charts): a title, an axis title, series with
+    their names and values, the categories by name (and one by number, as a date axis has)."""
+    rich = lambda text: f"<c:title><c:tx><c:rich><a:p><a:r><a:t>{text}</a:t></a:r></a:p></c:rich></c:tx></c:title>"  # noqa: E731
+    points = lambda values: "".join(f'<c:pt idx="{i}"><c:v>{v}</c:v></c:pt>' for i, v in enumerate(values))  # noqa: E731
+    sers = "".join(f"<c:ser><c:tx><c:strRef><c:strCache>{points([name])}</c:strCache></c:strRef></c:tx>"
+                   f"<c:cat><c:strRef><c:strCache>{points(categories)}</c:strCache></c:strRef></c:cat>"
+                   f"<c:val><c:numRef><c:numCache>{points([12, 34.5])}</c:numCache></c:numRef></c:val></c:ser>"
+                   for name in series) + ("<c:ser><c:tx><c:v>Literal</c:v></c:tx><c:cat><c:numRef><c:numCache>"
+                                          f"{points([45292])}</c:numCache></c:numRef></c:cat></c:ser>")
+    return (f"<c:chartSpace {CHART_NS}><c:chart>{rich(title)}<c:plotArea><c:barChart>{sers}</c:barChart>"
+            f"<c:valAx>{rich(axis)}<c:txPr><a:p><a:pPr/></a:p></c:txPr></c:valAx></c:plotArea></c:chart></c:chartSpace>")
+
+
+def diagram_part(nodes):
+    """Return a SmartArt data part: a point for the whole, one per node, and the connections' points."""
+    pts = "".join(f'<dgm:pt modelId="{i}"><dgm:t><a:p><a:r><a:t>{text}</a:t></a:r></a:p></dgm:t></dgm:pt>'
+                  f'<dgm:pt modelId="t{i}" type="parTrans"><dgm:t><a:p/></dgm:t></dgm:pt>' for i, text in enumerate(nodes))
+    return (f'<dgm:dataModel {DIAGRAM_NS} xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+            f'<dgm:ptLst><dgm:pt modelId="doc" type="doc"/>{pts}</dgm:ptLst></dgm:dataModel>')
+
+
+def graphic_frame(link, inner="p:graphicFrame"):
+    """Return a frame that shows a chart (link "rIdN") or, for ("dm", "rIdN"), a SmartArt diagram."""
+    shown = (f'<dgm:relIds {DIAGRAM_NS} r:dm="{link[1]}" r:lo="rId90" r:qs="rId91" r:cs="rId92"/>' if isinstance(link, tuple)
+             else f'<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="{link}"/>')
+    return f'<{inner}><a:graphic><a:graphicData>{shown}</a:graphicData></a:graphic></{inner}>'
+
+
 class PptxTest(unittest.TestCase):
 
     def test_slides_in_presentation_order_with_title_heading_tables_and_notes(self):
@@ -5324,6 +5373,29 @@ class PptxTest(unittest.TestCase):
         self.assertEqual(rag.read_pptx(zipped(parts), "a.pptx"),
                          ["# Travel\n\nBook early\n\nJapan | EUR 70\n\nMention the per diem.",
                           "# Per diem 2024\n\nJapan\nEUR 70\n\nGrouped"])
+
+    def test_smartart_and_charts_are_read_in_their_slides_place_once_each(self):
+        """Text people put on slides outside the shapes: a SmartArt diagram's nodes (ppt/diagrams/data*.xml,
+        not its drawing, which repeats them), a chart's title, axis title, series and categories (not its
+        numbers). A chart shown twice is read once; the slide's own text keeps its order around them."""
+        chart = chart_part("Claims by quarter", "Amount in euros", ["Approved", "Refused"], ["Q1", "Q2"])
+        parts = {
+            "ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" r:id="rId1"/>'
+                                    '</p:sldIdLst></p:presentation>',
+            "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml")),
+            "ppt/slides/slide1.xml": slide("sld", shape([["Process"]], "title") + shape([["Before the diagram"]])
+                                           + graphic_frame(("dm", "rId2")) + shape([["Between"]])
+                                           + graphic_frame("rId1") + graphic_frame("rId1")),
+            "ppt/slides/_rels/slide1.xml.rels": rels(("chart", "../charts/chart1.xml"),
+                                                     ("diagramData", "../diagrams/data1.xml"),
+                                                     ("diagramDrawing", "../diagrams/drawing1.xml")),
+            "ppt/charts/chart1.xml": chart,
+            "ppt/diagrams/data1.xml": diagram_part(["Submit the claim", "Manager approves", "Paid in 10 days"]),
+            "ppt/diagrams/drawing1.xml": diagram_part(["Submit the claim"]),
+        }
+        self.assertEqual(rag.read_pptx(zipped(parts), "a.pptx"),
+                         ["# Process\n\nBefore the diagram\n\nSubmit the claim\n\nManager approves\n\nPaid in 10 days"
+                          "\n\nBetween\n\nClaims by quarter\n\nAmount in euros\n\nApproved, Q1, Q2, Refused, Literal"])
 
     def test_missing_slide_part_is_one_rag_error(self):
         parts = {"ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" r:id="rId1"/>'
@@ -5379,6 +5451,25 @@ class XlsxTest(unittest.TestCase):
                           "Country: Japan | Per diem: 70 | Date: 2024-03-15 | Paid: TRUE\n\n"
                           "Country: France | Date: 2024-03-15 12:00 | 3 | 1E-3\n\n"
                           "Per diem: 18:00 | Paid: #N/A", ""])
+
+    def test_text_boxes_shapes_and_charts_drawn_over_a_sheet_follow_its_rows(self):
+        """A disclaimer in a text box, a note in a shape, a chart: xl/drawings/drawing1.xml, linked from
+        the sheet, not in its cells. They follow the sheet's rows on its page, in the drawing's order."""
+        box = lambda text: ('<xdr:twoCellAnchor><xdr:sp><xdr:txBody><a:p><a:r><a:t>%s</a:t></a:r></a:p></xdr:txBody>'  # noqa: E731
+                            '</xdr:sp></xdr:twoCellAnchor>' % text)
+        drawing = ('<xdr:wsDr xmlns:xdr="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing" '
+                   f'{DRAWING}>{box("Figures are estimates, not offers.")}'
+                   f'<xdr:twoCellAnchor>{graphic_frame("rId1", "xdr:graphicFrame")}</xdr:twoCellAnchor>'
+                   f'<xdr:twoCellAnchor><xdr:grpSp>{box("Grouped note")}</xdr:grpSp></xdr:twoCellAnchor></xdr:wsDr>')
+        data = xlsx([("Rates", "worksheet", "worksheets/sheet1.xml", '<row><c t="inlineStr"><is><t>Japan</t></is></c></row>')])
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            parts = {name: archive.read(name) for name in archive.namelist()}
+        parts.update({"xl/worksheets/_rels/sheet1.xml.rels": rels(("drawing", "../drawings/drawing1.xml")),
+                      "xl/drawings/drawing1.xml": drawing, "xl/charts/chart1.xml": chart_part("Per diem", "EUR", ["2024"], ["Japan"]),
+                      "xl/drawings/_rels/drawing1.xml.rels": rels(("chart", "../charts/chart1.xml"))})
+        self.assertEqual(rag.read_xlsx(zipped(parts), "a.xlsx"),
+                         ["# Rates\n\nJapan\n\nFigures are estimates, not offers.\n\nPer diem\n\nEUR\n\n2024, Japan, Literal"
+                          "\n\nGrouped note"])
 
     def test_1904_date_system(self):
         data = xlsx([("S", "worksheet", "worksheets/s.xml", '<row><c s="1"><v>1</v></c></row>')], "", DATE_STYLES,
@@ -5461,6 +5552,29 @@ class OdfTest(unittest.TestCase):
         self.assertEqual(rag.read_odf(odf("presentation", body), "a.odp"),
                          ["# Travel\n\nBook early\n\nSay hello", "Loose"])
 
+
+    def test_shapes_over_a_sheet_and_charts_in_any_odf_file_are_read_in_their_place_once(self):
+        """A sheet's shapes (table:shapes: text boxes, custom shapes) follow its rows; a chart is an
+        object of its own ("Object 1/content.xml": its title and its table), read where its frame is,
+        in a text, on a slide and over a sheet, once however often it is shown."""
+        chart = (f"<office:document-content {ODF} xmlns:chart='urn:oasis:names:tc:opendocument:xmlns:chart:1.0'>"
+                 "<office:body><office:chart><chart:chart><chart:title><text:p>Claims by quarter</text:p></chart:title>"
+                 "<table:table><table:table-row><table:table-cell/><table:table-cell><text:p>Approved</text:p>"
+                 "</table:table-cell></table:table-row></table:table></chart:chart></office:chart></office:body>"
+                 "</office:document-content>")
+        frame = '<draw:frame><draw:object xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="./Object 1"/></draw:frame>'
+        sheet = ('<table:table table:name="Rates"><table:shapes><draw:custom-shape><text:p>Estimates only.</text:p>'
+                 f'</draw:custom-shape>{frame}</table:shapes><table:table-row><table:table-cell><text:p>Japan</text:p>'
+                 '</table:table-cell></table:table-row></table:table>')
+        for kind, body, text in (
+                ("spreadsheet", sheet, "# Rates\n\nJapan\n\nEstimates only.\n\nClaims by quarter\n\nApproved"),
+                ("presentation", f'<draw:page>{frame}{frame}</draw:page>', "Claims by quarter\n\nApproved"),
+                ("text", f"<text:p>Before{frame}</text:p><text:p>After{frame}</text:p>",
+                 "Before\n\nClaims by quarter\n\nApproved\n\nAfter")):
+            with zipfile.ZipFile(io.BytesIO(odf(kind, body))) as archive:
+                parts = {name: archive.read(name) for name in archive.namelist()}
+            with self.subTest(kind=kind):
+                self.assertEqual(rag.read_odf(zipped({**parts, "Object 1/content.xml": chart}), "a.od"), [text])
 
 # ----------------------------------------------------------------------------------------- Appendix: office documents, EPUB
 
