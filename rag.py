@@ -6029,7 +6029,8 @@ def load_font(pdf, font):
             0.0 if listed else 0.6 if "Courier" in str(get(font.get("BaseFont"))) else 0.5)
         text = {**simple_encoding(pdf, font, kind, descriptor, bool(text)), **text}
     sizes = {r[0] for r in ranges}
-    return Font(str(get(font.get("BaseFont"))), sizes.pop() if len(sizes) == 1 else 0,
+    name = get(font.get("BaseFont"))  # (said in messages: never empty)
+    return Font(str(name) if isinstance(name, str) and name.strip() else "(no name)", sizes.pop() if len(sizes) == 1 else 0,
                 tuple(sorted(ranges)), text, widths, default, vertical, codec)
 
 

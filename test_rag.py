@@ -4853,6 +4853,10 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = odd
         with self.assertRaisesRegex(rag.RagError, r"its fonts \(ODD\) have no Unicode map"):
             text_of(objects)
+        for unnamed in (b"", b"/BaseFont/"):  # a font without a name is said as such, not as ""
+            objects[3] = odd.replace(b"/BaseFont/ODD", unnamed)
+            with self.subTest(unnamed=unnamed), self.assertRaisesRegex(rag.RagError, r"its fonts \(\(no name\)\) have no"):
+                text_of(objects)
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (Quiet hours) Tj ET BT /F2 10 Tf 72 680 Td (\001\002\003) Tj ET",
                            fonts=b"/F1 4 0 R/F2 6 0 R", extra=[odd])
         self.assertEqual(text_of(objects), (["Quiet hours"], "rag.py: warning: t.pdf: the text in font ODD has no "
