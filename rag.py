@@ -7541,13 +7541,18 @@ def read_odf(data, path):
         return [""]
     objects = odf_objects(part)
     if document.tag == OFFICE + "spreadsheet":
-        return sheet_pages([(table.get(TABLE + "name", ""), ods_rows(table),
-                             flatten(table.findall(TABLE + "shapes"), ODF_MARKUP, None, objects))
+        return sheet_pages([(table.get(TABLE + "name", ""), ods_rows(table), ods_drawn(table, objects))
                             for table in document.findall(TABLE + "table")], path)
     if document.tag in (OFFICE + "presentation", OFFICE + "drawing"):
         return [odp_page(page, objects) for page in document.iter(DRAW + "page")]
     cite = {TEXT + "note": lambda e: flatten(e.findall(TEXT + "note-body"), ODF_MARKUP), **objects}
     return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
+
+
+def ods_drawn(table, objects):
+    """Return the paragraphs drawn over an ODS sheet: its shapes, then the charts anchored to its cells."""
+    shapes = flatten(table.findall(TABLE + "shapes"), ODF_MARKUP, None, objects)
+    return shapes + [text for frame in table.iter(DRAW + "object") for text in objects[DRAW + "object"](frame)]
 
 
 def odf_objects(part):

@@ -5569,16 +5569,19 @@ class OdfTest(unittest.TestCase):
         frame = '<draw:frame><draw:object xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="./Object 1"/></draw:frame>'
         sheet = ('<table:table table:name="Rates"><table:shapes><draw:custom-shape><text:p>Estimates only.</text:p>'
                  f'</draw:custom-shape>{frame}</table:shapes><table:table-row><table:table-cell><text:p>Japan</text:p>'
-                 '</table:table-cell></table:table-row></table:table>')
+                 f'</table:table-cell><table:table-cell>{frame.replace("Object 1", "Object 2")}</table:table-cell>'
+                 '</table:table-row></table:table>')  # a chart anchored to a cell: read after the rows too
         for kind, body, text in (
-                ("spreadsheet", sheet, "# Rates\n\nJapan\n\nEstimates only.\n\nClaims by quarter\n\nApproved"),
+                ("spreadsheet", sheet, "# Rates\n\nJapan\n\nEstimates only.\n\nClaims by quarter\n\nApproved"
+                                       "\n\nPaid claims\n\nApproved"),
                 ("presentation", f'<draw:page>{frame}{frame}</draw:page>', "Claims by quarter\n\nApproved"),
                 ("text", f"<text:p>Before{frame}</text:p><text:p>After{frame}</text:p>",
                  "Before\n\nClaims by quarter\n\nApproved\n\nAfter")):
             with zipfile.ZipFile(io.BytesIO(odf(kind, body))) as archive:
                 parts = {name: archive.read(name) for name in archive.namelist()}
             with self.subTest(kind=kind):
-                self.assertEqual(rag.read_odf(zipped({**parts, "Object 1/content.xml": chart}), "a.od"), [text])
+                self.assertEqual(rag.read_odf(zipped({**parts, "Object 1/content.xml": chart, "Object 2/content.xml":
+                                                      chart.replace("Claims by quarter", "Paid claims")}), "a.od"), [text])
 
 # ----------------------------------------------------------------------------------------- Appendix: office documents, EPUB
 
