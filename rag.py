@@ -5926,34 +5926,86 @@ def base_encoding(encoding):
 
 
 # A CJK font with no ToUnicode map is still read where its glyph numbers (CIDs) or codes follow a national
-# standard Python has a codec for (ISO 32000-1 9.10.2): pLaTeX names Japanese fonts it does not embed, and
-# older producers name CMaps such as 90ms-RKSJ-H, whose codes are Shift-JIS.
-JAPAN1_VERTICAL = "、。￣＿ー―‐〜‖｜…‥（）〔〕［］｛｝〈〉《》「」『』【】＝ぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ"
+# standard (ISO 32000-1 9.10.2): pLaTeX and government typesetters name Japanese fonts they do not embed,
+# and older producers name CMaps such as 90ms-RKSJ-H, whose codes are Shift-JIS. A font's glyph numbering
+# (its CIDSystemInfo: Adobe-Japan1, -GB1, -CNS1 or -Korea1) says which character each CID is: Adobe
+# publishes them (its Uni*-UTF32 CMaps, cmap-resources). CID_TABLES, at the end of this file, keeps them
+# compact (written by .ci/cid_tables/build.py, checked there against Adobe's files): Adobe numbered most
+# glyphs in the order of a national standard, so most runs of CIDs are "these cells of Python's codec".
+CID_TABLES = {}  # ordering -> the compact table (see cid_text); filled by the last appendix
+TRAILS = {"euc": range(0xA1, 0xFF), "big5": [*range(0x40, 0x7F), *range(0xA1, 0xFF)],
+          "gbk": [*range(0x40, 0x7F), *range(0x80, 0xFF)]}  # the second bytes of a two-byte code, in order
+CID_CODECS = (("euc_jp", b"", 0xA1, "euc"), ("euc_jis_2004", b"", 0xA1, "euc"), ("euc_jis_2004", b"\x8f", 0xA1, "euc"),
+              ("gb2312", b"", 0xA1, "euc"), ("gbk", b"", 0x81, "gbk"), ("big5", b"", 0xA1, "big5"),
+              ("cp950", b"", 0x81, "big5"), ("big5hkscs", b"", 0x87, "big5"), ("euc_kr", b"", 0xA1, "euc"),
+              ("cp949", b"", 0x81, "gbk"))  # (codec, a prefix byte, its first lead byte, its second bytes)
 
 
 @lru_cache(maxsize=None)
-def japan1_text():
-    """Return CID -> text of Adobe-Japan1, the glyph numbering of Japanese fonts: 1-95 JIS-Roman (ASCII
-    with a yen sign), 231-325 the same half width, 327-389 half-width katakana, 633-7477 JIS X 0208 row by
-    row (rows 1-7 and 16-84, empty cells skipped: its order), 7555-7584 ①-⑳ and Ⅰ-Ⅹ, 7887-7939 the
-    upright forms of vertical writing (checked against Adobe's CMaps H, V and 90ms-RKSJ-H). Glyphs added
-    later (kanji beyond JIS X 0208, as 髙 and 﨑) are not in it."""
-    roman = {c: chr(c + 31) for c in range(1, 96)}
-    roman.update({61: "¥", 95: "‾"})
-    text = {**roman, **{c + 230: t for c, t in roman.items()}, **{c: chr(c + 0xFF61 - 327) for c in range(327, 390)}}
-    cells = (bytes([row + 0xA0, cell + 0xA0]) for row in (*range(1, 8), *range(16, 85)) for cell in range(1, 95))
-    for cid, pair in enumerate((pair for pair in cells if pair < b"\xf4\xa5" and is_euc_jp(pair)), 633):
-        text[cid] = pair.decode("euc_jp")
-    circled = b"".join(code.to_bytes(2, "big") for code in range(0x8740, 0x875E)).decode("cp932")  # ①-⑳, Ⅰ-Ⅹ
-    return {**text, **dict(enumerate(circled, 7555)), **dict(enumerate(JAPAN1_VERTICAL, 7887))}
+def cid_text(ordering):
+    """Return CID -> text of an Adobe character collection ("Japan1", "GB1", "CNS1", "Korea1"). Its
+    table is numbers (varints): how many runs, where the single code points start, a head per run
+    (CIDs skipped since the last run, times 8, plus its kind), then each run's own numbers."""
+    import base64  # here, not at the top: see the note after the imports
+    numbers = varints(zlib.decompress(base64.b85decode("".join(CID_TABLES[ordering]))))
+    heads, rest = numbers[2:numbers[0] + 2], numbers[numbers[0] + 2:]
+    take, singles = iter(rest).__next__, iter(rest[numbers[1]:]).__next__
+    text, cid, last, cell = {}, 0, [0] * 4, 0  # last: the last code point of each plane
+
+    def code_point():  # a step from the last code point of its plane, times 4, plus the plane
+        number = take()
+        last[number & 3] += unzigzag(number >> 2)
+        return last[number & 3]
+
+    for head in heads:
+        cid, kind, count = cid + (head >> 3), head & 7, 1
+        if kind == 0:  # code points in a row
+            first, count = code_point(), take() + 1
+            text.update(zip(range(cid, cid + count), map(chr, range(first, first + count))))
+            last[first >> 16] += count - 1
+        elif kind == 1:  # one code point of the first plane
+            last[0] += unzigzag(singles())
+            text[cid] = chr(last[0])
+        elif kind == 2:  # cells of a national standard in a row, as a Python codec decodes them
+            (codec, prefix, lead, trails), step = CID_CODECS[take()], take()
+            cell, count = cell + unzigzag(step), take() + 1
+            text.update(zip(range(cid, cid + count), codec_cells(codec, prefix, lead, TRAILS[trails], cell, count)))
+            cell += count
+        elif kind == 3:  # the same texts as CIDs before
+            source, count = cid - take(), take() + 1
+            text.update((cid + i, text[source + i]) for i in range(count))
+        elif kind == 4:  # several characters (a ligature)
+            text[cid] = "".join(chr(code_point()) for _ in range(take()))
+        else:  # one code point beyond the first plane
+            text[cid] = chr(code_point())
+        cid += count
+    return text
 
 
-def is_euc_jp(pair):
-    """Tell whether two bytes are a character of EUC-JP (JIS X 0208, plus 2 kanji of 1990 in row 84)."""
-    try:
-        return bool(pair.decode("euc_jp"))
-    except UnicodeDecodeError:
-        return False
+def varints(data):
+    """Return the unsigned numbers of data, 7 bits a byte, low first; a byte below 128 ends one."""
+    numbers, number, shift = [], 0, 0
+    for byte in data:
+        number |= (byte & 127) << shift
+        shift += 7
+        if byte < 128:
+            numbers.append(number)
+            number = shift = 0
+    return numbers
+
+
+def unzigzag(number):
+    """Return the signed number that a zigzag number stands for: 0, -1, 1, -2, ... for 0, 1, 2, 3, ..."""
+    return number >> 1 if number % 2 == 0 else ~(number >> 1)
+
+
+def codec_cells(codec, prefix, lead, trails, cell, count):
+    """Return the text of count two-byte cells from cell on (cell = row times the row's length + column)."""
+    width, raw = len(trails), []
+    for row in range(cell // width, (cell + count - 1) // width + 1):
+        first = prefix + bytes([lead + row])
+        raw += [first + bytes([trail]) for trail in trails[max(cell - row * width, 0):cell + count - row * width]]
+    return b"".join(raw).decode(codec)
 
 
 NAMED_CMAP_CODECS = {"EUC": "euc_jp", "GB-EUC": "gb2312", "GBpc-EUC": "gb2312", "GBK-EUC": "gbk",
@@ -6010,12 +6062,13 @@ def load_font(pdf, font):
         named = named_cmap(encoding) if isinstance(encoding, str) else None
         system = get(descendant.get("CIDSystemInfo"))
         ordering = get(system.get("Ordering")) if isinstance(system, dict) else None  # (a string)
+        ordering = ordering.decode("latin-1") if isinstance(ordering, bytes) else ordering
         if named:  # codes of a national encoding: with no ToUnicode map, they are read as such text
             ranges, codec = named[0], "" if text else named[1]
             widths = dict.fromkeys(range(256), 0.5) if ranges[0][0] == 1 else {}  # a 1-byte code: half width
-        elif not text and ordering in (b"Japan1", "Japan1") and (cids or encoding in (None, "Identity-H", "Identity-V")):
-            japan1 = japan1_text()  # the codes are CIDs of Adobe-Japan1, or map to them
-            text = {code: japan1[cid] for code, cid in cids.items() if cid in japan1} if cids else japan1
+        elif not text and ordering in CID_TABLES and (cids or encoding in (None, "Identity-H", "Identity-V")):
+            collection = cid_text(ordering)  # the codes are CIDs of an Adobe collection, or map to them
+            text = {code: collection[cid] for code, cid in cids.items() if cid in collection} if cids else collection
     else:
         vertical = False
         ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
@@ -9456,3 +9509,329 @@ OPTIONS["did_you_mean"] = {"add": suggest_options}
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: Adobe's CJK glyph numbers, the data. What character each CID of Adobe-Japan1 (to Supplement 7),
+# Adobe-GB1 (6), Adobe-CNS1 (7) and Adobe-Korea1 (2) is, for PDF fonts that name such a collection and
+# have no Unicode map (see cid_text). Written by .ci/cid_tables/build.py from Adobe's cmap-resources
+# f5cf3bc (the Uni*-UTF32 and Uni*-UCS2 CMaps, cid2code.txt) and the Adobe-Japan1, -GB1 and -CNS1
+# repositories (variation sequences, GSUB features); .ci/cid_tables/verify.py checks it against them.
+# ---------------------------------------------------------------------------------------------------
+
+CID_TABLES.update({
+    'Japan1': (
+        "c-pOc4M0>?zWDw9&bgO6m+SR9UZ-&!r)e6ek>#;OED^CZvBa|Ey2P@s>$>K1U7zdU*Xy}vu4_g}ibP0=gosLrN=StG5h5BP5*jKI"
+        "5g8e&sTsM3q-13Oa|aOctKPnMnS18k^YJ^s?~gm|4{aMO0tbCpUx(uch6axhT-Z0t^<LM;3A=T8H*D}OGkC}K<s2ApcL3K99&Q2Y"
+        ")|mAp$RTooh`sC4dx8Fa{YD;cbMd#DC)b*RA#&Z`>j(OGk?S|!`h4QWfxjuPJb&A*H(VUisULDULBibz6LNbTx!cH~PrSUYN*wnC"
+        "n6bs8*tdhyYtrun%=P!hYZ`FvTy+4n-Mh*>nt`~sNr$GRPDa3p{$>RHFE8$YIR1ZfasL;qxZ4a36%zNqK#OS@yF}v4nqEmTQ{=n{"
+        "7`%TlsH01Z_J6KvfNmtd-izxqdD16SH;m8Hmv}e)xQl~U-fSk^?feYKJ=Tjmcb!T1+VGSN!Vzw;U*oPbllVlQ>$eeNxOTO(QJ($v"
+        "E*dgCu;?T|bVk-F7^s&Kh7llB&P#;OsNRNIi1&+eRObTcZTfESqFxWq(OwwL?gx0)k7FRm-39apIWmEbHW;}3?gMV{#KXNtOa@uD"
+        "-npyKm$Q2WTcg_-8y=;%-uu@)?{xsc^?i9e{XEv)QSWd+bBULQeUk6J$bEPJ7zO12xAsN;)otX*IZOUuM1b7FCzIYka+|0z(2&7F"
+        "$ve#t!im2gQ{r92>+wYoGB=B2q#ppefj}}iU|ko)`e*o|0h8~?r}u1rP~_DQ;`tkyMEcT@K6p434ZatR>u4VoH{k}kc{LAj5%+P>"
+        "i34A~%L(8RDSN?l{7`&x5O%#3^%Kv-(5a!_Tc;)Dn)q}hyG}p&8&Z+MNeXjnee~gV+j=F@-{-xq5eKarNc?^%AlzaJ4vOnuU<fy`"
+        "^@k(OEt9^1jFG#J^S1<mw}Q$2m_s?d5eheWgu4|Icnbn<h|9M={kkK#>!$hz#|>HD*Wyhig+rj+Qi8W-DmNG@ydG8jL6-I-i2%3L"
+        "pn<0$EW2^vk4a?k#va~eGyZU&zv;<CIn52Wq92!M-N^GF<st?z>3j6+<rxya4&r*#qicB*?TyX7B@zz3z`I=kCO4Lby(0#1;>SR<"
+        ")-cEt*%&J`j9lMJ!gR!2!m$aC^!X$G^1Yt@H>ZieZUC>1;BB^E3lcbR4~kPa+loInh@)5S`GFn!0}csG*R*vo4mfDTb$AYVM)t(x"
+        "z%w`0ka36~)or8i4D6R647GY4Gu~SlV=o5RdcErhHuhe8U(JlY<a<H)2Djdw*bCN6v7XOiAHZve_YLTv^kvAR)u2NdZ3Bz?AbD%|"
+        "K^{ZjG(b|{vc5gNxTBXO=qIF~1K3YB_N~BcjuG|fh68x=e81NBefYlpePr}c_PRJ6OyxBe4#<rk!oq8$AoM?6JGYl-I?01gPDe(k"
+        "nTJ6D@EQR;|0Dbx*Z&@5KmoX0F2sMK&ch$$y?$(z`?1v~ciSX{`!Qs2@WZs+Ea?6V<vspLR^IT2>j$<C33LCG?CiF9aPY6c!?^Ka"
+        "ys0++578N%QT*`AA5F-0$svF3^5*RW<p(!Vu-s52T}$wJzVDHT8#8+T<^hB!*Uj+c+M)cdLk<TwE8BRuaodl$dTSMK^z}kB43?8&"
+        "km-%_^}UuER73Ae7&f19?cKsFgFy|vTj+aL1Jt~I<gH%YF!EIfpM3_r)=jfV<ZfoR*rz6VQ-!&;r^6d#=?$s<&GPvncyQe9b^ls!"
+        "dK-T`5F%hu=(`pf;D$sVxtqPr8kF1&80Ga|tUo8X&dv1Zc-QCcH#i!^8xZFP(Z{goIJ`cY=5A7K-MrSpTbVR+gLn0oD%{Nzs2fLq"
+        "xQM!ro`GR*sO)hFQ10d)YDmV9L!2KDt+#HOwc=og<IRKJfW~vTBj@HZg}a4{;t!QO+)yjKP6jw&Jb2yVL+jC@=O7M#9eb-x0f(-^"
+        "q3;le7#VkSmJj-Qh`UWa&0Vt_9BK#LjmE>>G}iV1XyL7O2Ka^7BIR{v<W1bU8`;kdWIo)joW|`W-~YvNaJ{^As`_i@+lI?tZ_Eww"
+        "bFf>wW(9pCiTGd@wdEjQ=q6B6G6tT6igAFuWK@Y6RbExut+&Eyn3B^uCL(c#0HN$p?fdK629H*M4=@vQzUB!V;muU#wZSVWaC_w6"
+        "Bz}7*t4T+5CZC3n#sFs`oJrvnpOnlo2G8iw(Y0TVj(_rZ+&+2-r{2L$uyZy$cf~jB4sOyOOPcm5Y@Iz8&;-WeB?dTm__4Y=A@i)T"
+        "%n#O#hn4rhihH0lXISGnI5G|rov`U{$iEwM?uK{of;Y#)W}gDN?u#+yYx$)2O&_Vy{LL_^4+ZWGBeE))6Gwdh06q5rc84M4j2Ql9"
+        "7-aGI{CL<p8uEP^0nLcdWkfXYrD7Y5Oio8b{flVm`UpmI=#M08yD(QKaaMPu0{(n{2$l#$hMxPOD`$+)WT-+&5h2S5Gs*$d{y7Gm"
+        "kX2w1^QHq9zChDJhKvh9Xhujy7hiHw%rD?+&MxfuNXYmEn?EHKHX>|AC`G6))S#6@2|#taiivM4P_%OxEQATrgHV(w!^)^y{4^4i"
+        "BF8=#i5=|R3wK8BjIy=<B0l92*c~Nxy*lR6yy0L5Sj$rwNo#Y*kOZ*vp$6PBqVX=|&PsSnYL}3!mas~yU>$bvkjhx6$Oj93@_kPJ"
+        ">NBXu@zo3){X_dZ*fZW>1vg9vZDa{kq!pB(Oh{TLrFPOL%639EJCS8Kp;kA^%A{H#k*$G*Is=JS4kgq-lsIJ%acUl7wR(u=^bpzK"
+        "Lujyv_{%ZGX^kP8e+;4FF(g=yBf(l6aXRCO)jy8N;c<jU#nEtCrPOR?O=vi4VkWRglvR$38f#Q5Ys^m8*!@}K4rWbYIBP<qSmT+X"
+        "ay(N7*5zbXq-KBCxWiSE_dfHK!R9zaVixsn2H)pkbbjnliaOz%x~uf8(U5~u!`BAUS27tKaF+%zqw&-SKBKe9=%e`4ly(R>Yc}}v"
+        "$>&A*m|5g9Ug|hVNAJeb7wO|CDOTg?17!4bJ`Wu9O~-Msl60gO1%0%ZjNU;1nvUxjn@8`IM^}n}#ac2Q&Ee?Luq};hq-&>;NAd~f"
+        "3P}+uB&4HU=pYve5xZF1xJv-c3N@o<#ztC(^>+j58COK}2>S{R6nn<i(<~aZum~5n0qtT>%~*tNt{U<gc|wURk!m~8or83TD<+4w"
+        "0pH+iXUCM$ERr&gsEDV=wE=dGV=H=?Lunx0*ysdOJFXq82yGiz1#=TAX@+*7IZmXf#^sS}wvtZoz<N>z?JgjBu3D@IpG45VVtO|u"
+        "Ll@W?>}Jr=Ow3GgNrS5l=A*TT0e7{LIFdnjKpK-m!f&AjktX(#iZXgC8+5~IKLoAsK>nk8zv3sY<EvNkZL4^i=UeUD*X6oj@HutN"
+        "M>n~W_ozGTH+qk2-bDLM@9bg7$b<H$^?vI{v1FCldW>ehObucnly!}UEOwJ>jLLu#9>TF3;b-I_T_+%=9-t%<Syqi;2MsFLvV<Ae"
+        "{QKe4BCJ8E$O1UU8yYBINMSXK57!IO-2c3WJ)6lJunSt7N5hMM0`8!Za4y36kczA^hN>?|OSP2Gqmhk|QxQHN$4@u(KELT=&u_VC"
+        ")tK>BW5D~N{hbo*84KPI?d?>J`AMTeXf*JR2IfMFvF%Ur(PNPR80?z}yMGP4mfE@=g8dIb^#f250-J*&B^Z_kLsBq27Yqge4!Oy4"
+        "<yk{Prg&gF95P&a9IgViNc-fgpBP(COY5gW?lef51_f)3SX1g-x4~SnTK()#@YPiKVk&gLB<?#k_VuZ7<@2#`{}E2F6;sLPDQvNL"
+        "yk+d6`mu+Grz-`2fS3LN1>{mWt$WW>nS5vIWO!{dWUrHJO61K~Y%3;1WtDZ`r+jL*SpR!i^?TqNe~K+Dhu3Wtxm3UtZ{3l7YUG~Z"
+        "L2lc~VxO$vLHd{0b01rmC&13%!k6)|FA%s~5lhQPb?z9&T|&%#47el~7M<j99B?tXo3-<??nSY(P+Y{p)t%bT-vF~POkIlmQsnc0"
+        "Xj%!|CqVYSaOnKlL-h1lBTlyoO`j^2AH(|(!IfNb{Xenpy)nm{e1qyoLh{ey>RS1QaA-Pd-SPnRss<$@$!_sY`W4q4gjatCx%vFn"
+        "4S2j<&I^FtPfXc0cbq;abX5B=9l|}2BWj5A(G0Vpkwxw=5X%4pf!PRlO9-E{+e8DI_F;*U<N&i?7R=#LJT|h-;hWhQ138q*+757j"
+        "4uVW)LpK8xgwqim1ou9IP#KN0A%@v0;LeBHdMp8qK`40`al410NZbg`9>kX(LMVR72aqHZW|p`$oM7I4Xa$B4t_wtH3_~3ZLI}FO"
+        "2%ZT+jKg;3_c~bbau7o9eTXN2iVFdb1tPx5>lh;&&*v!%jqC0~C}gL(_5J>cEAK|k0nFWJ>m}?g1rOkHO1gQ_H(sKMn=Rz3?MR;a"
+        "_}%5!L(7M)Upk!IwgM<Og}{`Nfa1!(0T_*t4wz#99X8W$il^vV%6hF7YiT{j9kham>Ql+UPRjx;f<nLw*a6Hd)v|q<jM#_`EL&pn"
+        "wQQ6D<x`^)O?;I~zOz8jr;MG=J_G~;4bcB)5(yx4z)aje-dDLJfDQ+gfim&)Ac$aN@F;Rt<m}*N3zRAkwDk~OI7Jj*Bv1+BZV)OM"
+        "@S}*kU<^e2uB5^W3eDswq<jKU?+?}M0gh9eLVaMlAcG=hQ{mK~6{rD{&m!<-xR8aza|NAsut_920u&8{6o23LSJ?K8088L9Rd>_@"
+        "tOWUGUbT&l82diYckt?GcKF(dzvvUZkzue=@WAE~2w`}>6mv&iiGtQZq4M`o`7?w7Oxlf50J<^(QvnT+{k{Mp0l|;JWb8~q$U_#S"
+        "08Du9px#0#E&nZ8$hn_`i^4n}M51$xO;~jG1g6h6J~y2}0%6dYZs)!U;3DOtKqjD2=1^N1HFMcf1pFvO5)k!cbtPlVC91#q_=qV0"
+        "O8UPpporezQM?~BqMai3UH{#1Yyj!pSd?WZ1pU$%8&IO&_3V<F+9MiK^g+o7_1{zs-j9I7C=>;@!8^#-_#pOnya%yvx85@(okgaq"
+        "N-qX7N@7wFS_mri0)=8bHc+<K2SpJD?<TfY5%g9d1<wH*y?uQ<Nf`rPT&VZM&PQ+Chqm{T*QaFfEbHjsk{7Sx`V#6>Tn+juY*Hk}"
+        "(!2#a)dG*Q;00mCls^*hR;-+fl6O$?o}puI&>O}U22NyD2#HLodl}0hngx^@T*JA)=@_aaio^Pt!6p?^2O;<3$*^J^WvzmusTXkO"
+        "X=V?6FR#6V;u$LXUb$Cj1~iiXSMA;oCAlwxcS_VpL|;_cL0-HcI!3%W`|7-4r0Ig-`w!;N1(!2PctxnO3DL_u0}A@;n!oEC*%o0m"
+        "iUxLumvKbrEF;s%=ozUy8tX8xxHTQVt`CBagCO>cVYpW$r0-m>NHQx>XAXlPlFW(vPBzXY-bW6PUTXVPM(E`zqE*z-XD74tN>IE6"
+        "dPPq~?{>vYpU|(-hO;BQ43U%y29Ig?im{04V|!J2m{+ZMFIaMDr&s>oL#{BT5t<mERqwQynT&461IBQH_C2aTolBPPoWcB$8*%4<"
+        "F;58SPvUgH&&oy?nTiSX;#kAhpJr!6KC-Zbl>*cH*}xWGU{-xe!VAouAxwvAw!KthlZgNxWDPd4gINGsfH;Q@v$(-5hYeQ_)4@K0"
+        "tvX=9>8!S3cGNClATTe|F0eqyLeW(NIsK7#rP0u7OKs&di-)I@Tz<|Ka%gzU`eEdFr*vescIc5~BWFY9GE>WjQJMLpj8|KIn~wRu"
+        "oer>m)rh85Bi4UADmRHglxOH{^NEeE>rzrLDVNM(X@bQ6gdofM?S{^8AOoOak57wOBgG&2ZupflKJ|5<bI&C2H3Dv#fjEs8@le9j"
+        "xBHFvtM~ijON@UeuY96q_UQ=b(b-$SOfZLHLI%s1Q-$i@kb@<(jA9`zqL@eXDQ3|eifJ^1VlwmS*h3O2c9Cv^wI@gqV)F($5TjzS"
+        "_6><cE)6k54@)W7!(c8Ko^0Ju;oIMiBxyC2n@gVLG)!P&{4AW(n|fr?rV()mb^%uFg<A)UW!Sh>=q99@w38}ICtn~7(+Ho%!cP`v"
+        "Ko+uaxHztnuyp?{3x>%+^Kfwnn;~iF?<Sr$%ttbLv74qq1D+)m=O?nN7~&d`Pr(>Q7PysR%?zt#-k8j*$^5WAym1e&?%{ngMaFKX"
+        "9}cDgh<?nj2#XUqfrJ7EQkFN^m_|{iX@No_bLSO6Fv4r3Zh}r-_o9*M+B~KlxQG-XOIBEB#1bG@nlar;0m3FCd7Mqq;?;Q*K?ZaJ"
+        "vM{LIq{uj;=Tf*(2gmaDBBtbe=tpE35p&XR;$}+6hSI#R(L?n_YzaevvP5S#U<B0_m!T8mMV?vcBEs}L6fuFKlQ3IPp-iEXIXXsR"
+        "Bw<@Znb80yFjDmVDi<(L2j8mOlD;wkk!3>)OM&7Tcpjse83RkonDt;T!ypB8qljX=a25$AIF~V@(VK&v1HvfL?I~HeLX1W9*T3g7"
+        "8znm2DX23c*y{!~)Jt`iOz6&n*(f7x5+cif&mv>JM`z(O;^jUQ%Ou7GoXRs+u@sK&VhG0SuyiIeQmr~?;`A*ubSIU<Mki7IKvVBT"
+        "J`>tzpbW+&ebS@bwC?g09ac0`8Xfx>eJDmJR$%^vF@X6BoXb~JhMKA~W;1w2C+H;k>pnhFXCQmnr?V&DOL-{EhVh6lcl0m<b@iY+"
+        "<0V~Fn4qS3kz+?oye<TW-$YWcAFt|bnIW<K6Pc4^)q~C_hb~Kx7dwK%x}()u5I`6_HkOK1$27<blQD{k+rmtq)DzuRc=dz{Eej?+"
+        "w$E^7{x?gym%Oor)+{->=zYRpc;?e*KKVj;?-^))X1ECZpJ{nU`}CPnh2m@CUc)JIzqr{Dc7MkFwa?sNitn;2_;s9|4USjQN1#-!"
+        "fj}wgAG`mN^z7S9*7AkVHheF<|D8|Lv)}dj@MPuS-)q?F?~%Ti33r@*X3t)*fA>&g<SX6<^C|u1!$W`4VT%QJv7X2;y$;G(`(VzU"
+        ";u!TI&65wxHV7v{vZ{!Re4i@H%FooSRq)CxH~?#*>yq%<8R3lIZutRYHm=ZL4V`U(l62hoD&+2h<-4JDIULM{Gk+?VvR=S9HbBGl"
+        "r1($oU%n683?)kbQM&U3(lp`yrMUVpwW(<MC=s$|9o_`{l#9}(%dp`Tv?QzwtLuQz7H)q$W&W;_Z#F=KUxOp71C~yFeg~x7ReM)y"
+        "HEiM6y#gKczR8CbLj8hclQ-ObdGWSqPu!K$2y0@RA3gah96L<+tmZG=lYCFoyv(51JDz{I!n1wsm!5b2v#u0AwI@sa8=?3td~g}|"
+        "MHj|&%<i~n)1NDzdTled%-QuS-FTR6|4C)&tFw3hJtz9y=)5h^v4(utLMyhz>TOVV&$d5weh&u|u|-{}mOl?AFT!&>pfU-bTL*a$"
+        "zw-hlKau<N=aXMt54$$O;d`rBz?t1}h9uv4A_v}Tfr1)Xvkf|;ieIH4Hj~#wE<bf_MD_#O(^Gz3tJWEw--Vku;EVH$A76bKvVONy"
+        "J|MI{kfnCEkl(JTrrC?O9)pl##rFi}!D(pVPfL|Trg&N`^sU4SS_5@r5!B%5>N~1Ob<p)flg~M!bu}!{fb%5$7;%j~C+;xpgH)Eu"
+        "7ecKtF~yJ%7w92YYSlrxG%bsk5;zVUDxh;ObPeD3_vB|6TFzsZ+yuMef^>@PsuC_%3X@#A<^+2v&97(v=+*7;p47hR@Es*#>;L}t"
+        "hfvuH2ZT>vhKnH;iSW(%7qg*t16=vd3lq=02HA!pDV4VH$uw6kHzyj?N9__bNlQQ)pQCoF=jFsli;U-!$!=oU`i)O<7K~gwoB(Ap"
+        "oA?T(Czy^|9-A5)!U}^Fcq#?{aR%<7{N0|}<44e^X81p5E`~k7IySP={gW^Ef|PZCUWhLpB^r#f&v1|>-wxn?<e&N9?Yb9e5dG<g"
+        "4+6*lb)FZ=N>;Mey#u1qUJpxlMlU-6-zS5rz3KO@R?5;eA%u3_`*FzE$x!{RkJA5>>d&p_5fpN+;$bM*OWyd#r*1D~BE0)>#kWFm"
+        "QypAcB7P3gxfC)V{5Ev@v3zLsJ-G?8YT>)N;>!^75=;$Q4RgcC|J+~>`$_q0Sm@X4{vJOF+0+cDmclB(Qt3nyeET|lVcQ+mi6Npe"
+        "H*Dc>yYIZy@Zcj6aS4AcWZBmJryzJ<<ka|d)Ph4|m9RXBjF@yHhd;TRzdND?(s8qoIi0!Alh5<+a^|{JDkp(|h0qMg|MJ>j+%q%K"
+        "y<q0#o=&>%BApaaz`JJU!^Eo)Cl$enZ1`iugkg<v2{z+;z6BP|NW@d<cSr1<48|DRd4%pgLMJFr%L4bVdiwm^v=~ZpBa1W3ARAK-"
+        "(D!R-YYn~p7R`b@Sn#VUrh1^KNE3u5{96koEW@8p^pB4B)fPqn)o&SQk|~K`r;(K~p&mw+LEc8X<rTW<G+G+q)LObXm!^T)V!3P1"
+        "-7`dxW>565g*MnsgDG!1@gjZY1>F&zS`AbD{X6i5B$}Q?zkiN)Q2%p1<kKE<8n1psUcE@%yWrpEcEdTc1Fn2dcDIol2+M$Jh0qH7"
+        "P<EbeA|Jm?w%3z3Qb}WzVQN6+vc2SkDpCoPPw--RJsc}1TV5mIZYJj;V-tC$kT_2xuS9CT(`6s0Y4}g4CNlfEla44|M>eh_rqPAq"
+        "^XRcWvMP`KJp5;EaBnU|1qRP^3t4>DOC%RwPAAS3R8@`n<z#AIo=j4c$=W2+j@c-bBOex}r9wMzNWO?$F0fSYU^m?W;t_a3>w?@b"
+        "gty7%MW12qf)D?87@LqD1m6Z2`rJsW=fh`DeSnAY9XyC-^Wp3HACP7m@DYs7h4N<)K5M^=@#EP_vNZ`tj>askNrn-&TLh2XbofZ9"
+        "{`0nJsX6e{>(EjSO>e^s2ch%n9DE)N?|$*Fa^LrcH4a-V*N<GA3hS7HX4b)KQE6|-H`_7)+14kPs_FEd3F*tg7mP5f?wLK$3_JZL"
+        "eEPdhYv6n)`M8#>AuX#(9jzPprTVhgR17E2!N(sB{Qp)%8GZf?eD^kVyWiV7@K0L5z1ACXt(SWQ{uz5L36dWzT?(zg3bj&NU??;Q"
+        "O=6XJPHYuBMWM^kWT46gL#KfXBF&WO2`P5}QOM{Kws#9xG+J;EeEB9AYL~*nr@9t?O}0M=)v`SD*b5-Eoe*C8)`zokO>e?i4_T7b"
+        "FU9GNl=6hR3vWA|YZ}8{a=v5C&|X>!$76QkNXk>?vlVb|4ZKN4zBBykIq(RD?2+#VcdC#nedD`<Y+#;wBa?WJy8o`4yTtECEGMbt"
+        "CCgcBHlzX3o7Fpo^%cUpZ-so5V8~*wT)$<m^`CHcCpCQc6{%hduUEs7QaWB8wuKqrh}JTC?^w<J*-?_$Nd7wQiw|ifNu8LQLf<Bp"
+        "#C@+gYD~Z@+v$1j<RclUsPE6UZC}yKujquMYx%BRKJLA9H2WOgm`e`jl6QKru?Jnh^!x58-F1}u2R(AvM@9VkBHnlH9$LJIzQ3E+"
+        "?WSiwp#|;qB)!U1?v2-I$Ln-e13h7^-b2^qk?&c?(+Ep9!`jEoqSvQGo9i%a`yLv0LBp>;=!Ck}_-W+9O^|tiMK)}Y?e@)x+t>ja"
+        "o^7Ku*TLRBkoq~ibp|SGU{BoP7vT#_-4<9^1jS)j8sOda@ZNuA_-0HxMzbG2HS&<ud0)Y}t%u?Cf4~1GoE}knN6`VuHN9~WYQBV>"
+        ">!9qR_VFLi_|&H+6<)glt@o5iHUH_fv&^z(I~0-gPro;!P};Z;($2sqMX)#gSSNfCuzYsn23YX|eBdfAh0AjfWx&!yaA|tmeQiFU"
+        "{x#)SXAVN!h<5)&|L?5h+xMYy;=W(M`#{T#jpT11z79pH*nQ{lqYG`{|MIJ+^JoSf;>*+VlVmKTIZ!1WrxlQa`O>^(&~`9ao5&x6"
+        "B+?8=AkVOt){z!Srdj;r6yd4!P{}Ho%}N^?mk3F|4L-RrB?%`t@E4@5&_MP<H&hyuuo=prlb=<H)#QmufrrF8J`q#-3fc(sL!YqM"
+        "l15+cYRos0_Vv=7Ma8}~;vtN7>|)t<J|qhn)YJwc_EJ6_JLzkk(4ej~6|I9aKX0G7@-h~#g44-x{6CZK-Zr|&_v>TOGxE^Sb_ZNG"
+        "Cp`x*ZG%fM;qFzqYai6o;=3D^O$XrIBP+wX9ri8a(G!rzG<<Bvh!=nH*;=UjbEk7xY@U{6*pW&uujM~}hU2<lg+pVzY2vW5G-&y^"
+        "FVnDV{JFm^`^AAuD4{3Db>zVpufpq}Kw~m_^Lx0k0Zy)gBk#f6Kh6F92diP_q>gmHmS28~9@!1w^uYN)y!<JopMZwHw2#jkwSV;L"
+        "4e)$u;~kkb@Lf3^8P-W_X}!6AM8hwy(jK48J8OKtIRO{C;A>&W@DCf|f?9BA^S>XhhaTUfhO!sny)BUbAeX2f-wx$I?<@nZ+_CZD"
+        "vtnKeeE#>+#XIZai(gcjPDFIg%9qaG)pF<lrPz>+pI5*I<BE{2mL|jT(eLiiljP%%6#t~tz9kEmjXL@^EGr_Lo+pjdzn;>=3?mi3"
+        "d>%7~Ww@`t0T;{%I<R{gUK-cztfrF+g1Fb7$}p_K<_8n+eRbB_xdlJV^pr^-ya@-%u9&mTzjXZvygKar8sH8ZI#TdVDt^BT5-&hu"
+        "BCHKR`3@A%Pk-jSm2mP8S$pB2!n{R%;ypXh!WFSat4)XZ(&4KIYCeXrPfkGR=dkk<6yMYKUoR?${^K&7Tn-=3OZyhKKfWy)UJ*~P"
+        ";`g$!qP2$a?}pTO;qwcyb;iEm*H*#SdT8CsZ~TgM-TTsicmMj$oshH@S`8Zx!up5u{`CHXJO0t_|H^*Iy$Vaqur=_jQB7~b<x*&!"
+        "y7xZ|{LkNcYB9Gd8#-6OhhM^lk6`J0P`(S^6)qM+y*tCSV?@&Y9YI{_UB^eP-h*BL&b>6L^wIWFm-)|+Le6XCgGI~N!x>90vn=Nu"
+        "Pv`%?%0IvT=gjC$Iq((ybIj5Qk{>%3xOx6Zo8VwOWPO2|5nIMLy-HrsrfFrsb)3QPPUD$3pvCV<7uncOv)bwNhiJ>6|5?QhVtx`_"
+        "AX%_&LFwWa7AWdS1FNH}@MH$0WI-GMvS(N1S>c?R&u@iVSVL2Wabh7h3U@Z~pTM4w&G#3GslzUkB;g}p?!>TkzMQPffc90;Cd8)U"
+        "dA4QuG3Y!FOG<^bT=;AaTzDCFXG8HHKS@X;pPYu;FQ9^O6UJFHA-atJ=pv+cL*$`P2weP_ymtU<-i95*y6>U(IXngh;!60Qb_y#S"
+        "v8)NtlPZ?ghn9;IKFh|uHJIiT6A-czJJHAiS2S#&PX{@|+(QoK<SSSTau&v?lQiFn3zH!%wF5UCAX}b;mA}u#tUG#=_&xjRz9qrt"
+        "gnbZT52I!+8-8UqErW@UsWy{YiMNS=Dgs5G9xTW~f@Bg{)P;~JyX=@7C{39YH_HnCrX|zNwwV)xBx8`#WH!r+as?*JT@c5zA2C3f"
+        "EKPGO6HM0lm{5D@)cMXV5aVO1DBGd~O*74vpqe~tK#bL@IXp&5nc@jDtL_D+a#W>RvTHpkQPXLdAZ7rSlqc0db!x&wYF6ebl5CYE"
+        "yJ}7ZlhG^%s-i7K2$~umA)7<&VQMuvoW|g=x$a<B8$4+hOp#GGqaqlsvrJPI=S;<Eo!}IWPGPDiSX?xf&i6=~c}h%7kk#WSCP;H="
+        "I{bnLEX)Kg(h@E&piy$D*)~DZ60EYz941L|vbxA5&6KNPVYEFWnr^xT=PyB+q}i3(BGnQ^AuL`|!WK!g*)?xk2MFS{utX5W5G$3a"
+        "Y>g2^5<#$Pvg#DvQKC30$PuJkgMuOhRUskFYB7e)@F=d?(MD&yJxG=`D!DYf$*6clG0<g`WSdbHML`m#iR~~+oi*K0(VD@dc<fKo"
+        "2~Ja>-$G4vhNi*XG;m1bTtT7gG!yj*Hha9RT5M*s;t(vRIKf^77MJ#<C`E+F(V3z{Hc26>Rbhckuu{?bq*E5d7=I&Vb>hSjvlJ{U"
+        "tr#|as?8z$xdp*a-89A_#;ej|8fB+*gy|s(TDXHcC2`4<Po{!ZT*hkASUPX=OvOQ`T5NF%GvWdsJ_G^r4x<oX$PQ5%ZT_<Y9E+w)"
+        "Ms>bXn(Z{Jv!7g44%BA$S7poO8RuY9pq<IS2`v#b=BNQOD};nVqw4Ue{_5;Wk)jqDDuoNN;Su>5EIQ2zfhk~#h?WDQB|qatA;GSR"
+        "+H6HMN17y)s5-8~R8><wCYK~kofa4<IAcxz{z@8MXbf8hF#(f3QoPxuI+Ox1nxu(pwB+wE+9lN`yK<QR8N)0Vn@|Y0d2SDNnwNnV"
+        "wnUy9EZgm(SrDwDg4yJ>Ta;`}1SwQ@QCo~tv>DCDNHvQnQFNjzIvqwaM6{kffbY-Vl>#k}FREdEJtX=SkK9CaeM<`H^H<3(V?Ldd"
+        "afZD23R(3ow4R04`ItrnHj~rFs^1)w){|4L9Lv@gW%Gx8>m$}Y_W22T-FzZ^sp)hwdG#n39mV}i$v>5fOtSoQJUp`Sj{T$Zg<a}9"
+        "F-wgd<c+Z1d`x-p3&Jv=Eh$jsvr`B=&$m7G$^02bixpO_s5VUy98}Vp7Av8#GJQ+z$fH%tw_E6u2bYoU55DW-v+#9C=g-$hzP;qw"
+        "lCfJO!WMoLk!RjEymk|$5iR}%{$egavls)<!8y=kBhz92IXDK!3^HSK<T0oNla@lH&ES`av6*14*$H2igEAu@iokA3giiFo3O%@J"
+        "{`_bmW;3Re;DGoG=q!OJjCoLid=otBcLW-+35qZq%;j*F<xM{|N`l{M@L2Z2IgCuheHfJlDPT^6a&T;|gq$jHEJy}1oy63^U-O9n"
+        "40;5DH-mjWWP%!Ib>~ABOq`Yo=`h+J9S}xmX$7$LC{(-)IT-K1FcU*UP4fiL+`xk^Q1KzmmMb7E)M73ITOroLq(TgJ%FbEq;R<F#"
+        "4Hn|eTC9Lc6Qe^L;5eTGJAiIRe^)(eB>r(iI?PSj0n%AK2Xp+L{_#=S5Mf%e6w8+4GKO_F?p}t~DJZj?oEAVPc0iLMO3s1c#pPrf"
+        "Uk0%u(t1`Sm+^}i#vX%8>ab{W=`4`#gIv7Ccyt0<@G4=xDO`4^qTex+!#f(uy9Y4n5*2FTKU{JK7-vfM9$5F^sq-pGGQaWZf<+f#"
+        "`9E?Xlhr|By2>{YC3{#VQL7+G43po=25sNV@PuNqe4GuX8$byu#(bFCOjGgbtFQu^%U}oDC(K>XQrMl9koFe5y%(~o!O}t2?uVLM"
+        "hE*l1Ct#8&sdh&z2w6~1Bx5Vk0utjcM^nstLMu?n7TSO&LP!~e2IoVpbx|V9|2zT3C&AW1s$k7&NIVNqNU;p9T6}RMo+!aUV$CP3"
+        "E<##21ix^Z$?@TyL^KwI=YvGdOT=U<MA~VcSc};{wKN^!G;v%4>t>KYT!W`KV-l!llPFw)R_FjfQ`F45VX;(_)Cy^dx|vS}hb+vi"
+        "qQZ3HjZLIn+Nb4<wRaRk+o&#9hqusT=z<`NQxG;oa8NF&iQp3a0_<XBtkGhOl@{7(Q&E`^Nrh>$)xlP)s?%z<N~So~Ecr_g$)tqL"
+        "3W(YTf}*)XokoFyGKcuZ3)F69E?RX^L82Bl*eJS{8NrIfPtf$3>Mwa{q?uZb?tqET2|*LtY9|d~sx8j-ga?X~ok|zVGtJ3x6+Ffz"
+        "CaOgXj&_KdWekm#Qeb8+SlC`uoaVm3bY^i_GMHRNV4P<$yUlTO0Hxs}F|r_p3JI#X$UksqaFpB3oM5=93F?9%Srz3ti(jZqnJ-LY"
+        "K{sHg5TR)@we7=+7F!9}J(FzIWf6_dOcsYgiwc#ZwPh><&Sl1Ga%zj`KPk>k2WpbUh;Wt0&QinIW5}W>ika%q%4VD>1%HRJ1YGg!"
+        "A@Df!9LW%^#;{Onv!p_(&1!UsPLnO0vY264LQLTi3rt~xYLX<YpX%_FEs|dz*h8I?QL(yZMUxasvdMy!;80b?q^f~w5E~V2v{Qd="
+        "o-06b1~{e#O$gLtG;N`5jZ~9hN)E)E#V0jcq^1bP<!90Yn58SV;Fu$*qQy@R@SCStCmD_17*195j23W&tOq#>q#!}@1WgPS16i6h"
+        "MGICmlkCyr10*#__5@2xHAE$%SOE*d&5N_auEe>TQS4%F&uTWsu(&BpCWq!&EI2JDSx_YR43{my7E5iCIo_@Wodv5sK(%{Zs@Z0A"
+        "80l<Fh)JYMa4V{DOH86M*hn?%mI@)-YF471!CHukX^5n%B6Ttr<bfLCu&@v&8AVMLShD91vrV_CPLp|}pJ$H6Wmm)y6P1JoM&=g-"
+        "BPB|O9EcF2CJO2dN3hH23Gb#s;R=g>7DWp1C?ch@C9oI*W#e3%LW5<C#qF{MMyLhgSY#7DF0-}_CyB0b`!Z0eDb!_g1<IPmWivh@"
+        "1P9riCMAPdrZ}2G)Y5VCY%>jzB_(Kr-!$dLE#yoc2Ilg0q!fGLG(;SMT#`g9cpFnF<UF26as)y<2({4*tojWyK9Mg~V=*+r!c^hg"
+        "_2BL)f$hbRTmtb_TD29Fk`hQmWiwnZgG<|>hQ*-8muO@UeYX-)t5`{X3ThjG)oh>DK<R#HW<f)f6Ol98vwXij3VTgW9n5P~<32cs"
+        "c_ba0L@k$<nC&c9H6fQH)ZvU$R?6FAi-ZNc7;4T|W_a$n3&NZ%QY>=vHyN0{8f^tEP`$Jo53OZBCkbs)NyvpC!V1Rb5=b^wGLLR6"
+        "<GETox4<Bq)<bAO3+^Cv)5yb5Z=16I@t4S(qcak|-V7z4b$=`02&J=EJbYkeO3X{&!nuX3#uqif{tcKrG5`MY=S^#;rSE`5*Y-v@"
+        "R|W-l>`d5VUOqni_e<%HINN(ASmDz|58d6}rN6z&ZlHTN((EntOeSCc$A-|lkj9W^;d6t(*<uR)i=-OEcY`^YsFLOg72gMQ71>It"
+        ")%!^4`6Xq<cxaeH!|w0CNG@I^wXc!qI$%=wWqhX_cb&vHY;|$%@Ja9i%hlkH1z#EtmqB+5oZwqNfUlOpvEi#1<oO-D_p;n^7>jD)"
+        "zSZtzT3JG>O6fyyRgzU-Lsa18Xi?UrP->!)CP7tIO_n7p+GS=lf<=y#6h)E62vexwiWY}Y43LZ#QL+ZwX9#w|ZjmCjXqOTx2`1{V"
+        "P$Q#8U<nTOcRI~sR9om4q)4iS1S(cPL1jLIvgCJ?zrPx5q-JrZTQrAja-=NTf{jj_5-PeZlG$dXlAp^iDS|2qF3IlpnEfQ_*OP3b"
+        ")#;F2c2S#3WUC^^YNC>0wupk!K@}%6XHA$CA)1*_na%0|mWgD6%O1!=f}a#<vZ<oLGA+$y@}n$KVT_ebMk<TuK$B^z?3!e9CqW2("
+        "(q#&f0wh~Fb8G<tqAZGbquJ_Gjlq^+SrnWmm%vO&GMQ|mXcjj!yRr!~oh2$_03$~|1)-`_QT@d*)vcJqq<Nlz2_d3rlxUP@jxwtz"
+        "v(c46E#V;{0Sa^eVWL&_(|m<_3=xxA2zo-97^tbN<PhV<aLKCLO;(j!f>bG*TFk+6h}#&bIo$ykVJ>BRUEzKKZcDIPo*<Y4ShREc"
+        "MP!4;E{0lcX+WvJiMmu#u|A<rl05QE$t*q*V3Oomvm&YNkNS(uPkF{fF%kmoF3m66FL;V*Swf|tG%(3gCZm=FR)4cKJW4b98|@a^"
+        "qWP78O^y&Ejdmr#B?K|YZ*+)`P&tws-SN!tSv0dBwFsJMS1DT)Ud95uEc&HExMno_+x?w3X=;$4SrDx@A)1vHqP!?bls%#(nv8-`"
+        "af{R_s<v3C5N=jH)`U2h#U8}Yo#eC%k`^P%ikL9jW?@9QRNXOBO;IByqwLZWOm4|<0+klXR_YLBznKrJf+fl!n{8BOWpxdPX~7m6"
+        "AZn_pdM1jRRi18i7eFYh@0<>Crp@1`s%CQlD?L=3)f8e9B!^pO*^6k5q>?C0QSpK%JKu+5tOP0>9fD@`6EZ-WBnd`c`-1G$FEC10"
+        "O-2(95rv78#Um<`VwPpgOp}M1l-sIFR%-xdNsvrq?Za4+BAFQtCUJ?;=``B?HPvV|`^nT~v%B0h(kYsQSV7JVOlDa(Q{4cWaVErO"
+        "b~zbPRxmN$Z9>@<W|2gzNf9g!5G=^5m6}5Y&0+cvbCka&B#=shQBFY~={G@^1<iT^B<ctWHZg0D3Ycg#kIMiCU6mEH7;Kd#rlvuX"
+        "#B55B;i1%~`uk}NLCSPll{FzqGBPzaGa*gZ6pLoJ%CWLPTq1I4gh-c&j=%sbby<}dyA)#bV;XFYGg>1>L64uZGDi??vQ1WkQXo9o"
+        "?uao;ESV|>DugRkR$L-0XpL1s713xDje@^vf}c@SWc}9@MYdTbcf3E#(5RnmvWIm8jdnT01*hnUuv2Sb8A?oyL6Ru3n#!iynKIG0"
+        "%L(`Y0sW;x8U"
+    ),
+    'GB1': (
+        "c-rlG2~-r<x^92Fc2!q*GZf9#wty``L?uQIQG!DZYE(3dQIn9_cruv8<RqG$%sGe%h=5EgA_@ToL_tLnM4S*6(J11KMiB|(7)2CC"
+        "#kZ@f8_j*^zV+6+>%Fz^U8fpq*tP%Z`@jF+yH}TVe`pp7(P)T<5C9tXCtuk?h<c-ehW&wKkDU5O$3Fi){(b!W`1kQY=+OMPa#HjE"
+        "-KOThQFb){<yo5lf_s|(rwr5lD@~gJ=>?-9wtb0ws~j4Qx=oQsG+>YNE=HZl{^ci)#yU|sTXo3e1nLV|HOVhJ)hg;hl#^mnQ7mtR"
+        "WRuoAMMxfIw@~lZQCUWLhE=)z#_FDOs1iyT))}g=)^Wuau|_H1LecwJ)T%+n51TYm6~LyX)3h>IW1SB*d^JYdQ591~qvnyoV@TN0"
+        "v1zpV*$JR>DBDKcK_20up4F-Ni$jWPS(5^c&75*;RRd+)Nt6_;{%amXP-F8;9qm-v>8ys>2x`rfy2;g$PDynhVD$v5k9d^NP6({}"
+        ")$FK_z^W29Tb<Lb2GuOvBC&E6R=5=oTI*Ql1~k@NIjc}H)mZo5wpmu76+EmnG>`V|ws34%!^#eYjj;NwsIoz5LsMhRmo-O^=Bgof"
+        "J`*crRX;Vh#66Cd#!CCYQj?%FF;J`0TAjAI6f&x@D&e3L1ZyI#Kw9%`#m*+G_8}_`VSBbA{D@GtJB?aV#A*;W5t|WPA9<`E)B=6P"
+        "c4!_E9#-w0r42m#>SXIvMD@iAqSfKf!m-}}MWeOP*g{n_XkeS)8UACUAdg{UJ(EsUZAGQAGVt+uY-cMIt^L6UY9||2jYRFiHngn;"
+        "s@AWqb=Vvuwn#O9Jy~tRnipHfJ24<OhaPiB(+S$6{_v=5Y~)o78jlBNt**z*NWIux>nuafBeQ?a#-r!QU#Wp>Y+P5{(qr@0SKxX6"
+        "KUq9&<C_0%f|Z)QtsD#n_T;2f1f3q6=JXet$GrZ(I6CKYPRfN>4(sLrcxe8^B#j~^kN#_E&3`he`4@wl{~)1xG*zQ{Y&?v-OSeyX"
+        "hs&7KKOs%fRmKtn7q}K{Z{k(17VeznUUj1jHUQjRtv#17S~xEYP5aE8d5QPgP=Rs#Ybm*ZuUqJKbmNY`m+#5xx49P%MmiA7!;gf*"
+        "4?}S02#=cOgnWrGXPoBXk4%aL4uQx7Qm*QC^r2xgt%VD9>v@G5=%3#PQlh8iLrS!im?^QRL|Pk0sRZg}pv0My?v%QjwA9Q^<ERTa"
+        "hDeYIHSrS&)$^e|H8N>7othx=)JvQuNF0;(6%|!|C~>ExTRoEjbr2O(Y_@oUBPLKYvu9@kbu&bRsil%971<nt5-)ig;qPdPBIQ8I"
+        "tCX-CBU5?33#iEE^pquZl*$uj7vw)3lM53#rqd*Z0n~+!8A}P9NT`vUz*#uzMnjqBdgd^p7U4_gn8Z=<t`f%_^7@KJ&m4$$R825x"
+        "Llu+O8>t<U5fbcD!K9fPJN8$~agsnSylVG4d*jAp<G*CW?n<a`)UFF9(<t$zgrnpsN*omf&Q&HV$+CTQVGty(L}@?v-bqm;D0BTO"
+        "gOdu>j%kvZ_Y#9-5PMei@(Q?J6bvK>>d*4PE`fHk$AbJOk7r(T6PP2MJU}^%z!0I7rSl1vwp5X)Qa36XWLSujcizNP7iN7HC^gG^"
+        "WLz11j@OmMx`|5oB#?o@sK!nf9rNFxP=QydLnQX0Zg$Mv36?uM5-3WrP&!<JktIV$Lm+a5)I-6+pae`6jycL<3x-sM1}@qJXsHX6"
+        "VR|@bijA2$g%Rwm%_LCh<jX=6WW$^vNBw1(Od|ErD*&<amlfJ{q1340<t!PfFI7mSvc;7WA4+nO>A_K{2c;^3Sm;kS>zQ?fVvmhj"
+        "m|wD(tVbqrDbJ!eFy9!L%nno#WqOJ1rki4xmz|{AFrLVDAPJI##9IW3SDsj+l`CP;)x%lAfFUNPf};)&YJ_)Kae;BsgBfSaeC|-{"
+        "$AA^6m<NR)0kT^%!H5#7tHMQ<V6H6F%-t}elp7gCsS9HppU2+0$WKOn0_5st=9#Z-uIwxOlUa9yvM@-XT)eELsr_0NW<QpFcGgO~"
+        "NtT?>4VSAbl+j82k~z)zD>nqrB$to>5IM=Dn+%!^ot+=^qO0Pl3|=Nfj^QY?g{xtHz{FXoiBX?tbrsD9bkxhSidC(hlT1CC;<{3S"
+        "qjnB5K~9_PDDBQD#2nCjFfW_%N|lzU)##<b;!w&WVo5Fs%aU_F2S3JI{dWdd-M%D{%J`PckTbBl=CQJ{Q$5kst$0E~k;*uTIu=I_"
+        "m_BYh^Tb<Fxalr4tsHtP1<NGZ4xf64nuA*ST4f5)-V>$axo&5@!of+l7R|IWEJb4&(K7HnRQ}m91?-}$Q8;7@3=?#cUO_jE1T!)F"
+        "Fi~wkIx0A(ax4r_MY+gNVd}Kh!BtTs4>~HgO$_rY*0K&jYGzKe;+Eel9aztD>?mnX_6%*Ak%VTFeoW9QOe<G>KceKA(2+XEE`_fK"
+        "#y&y|i7-um0&7%6(kgO%KjyDIpN+x7BuxrKB!eGk5-mytVBj%irszzZ{3P*=J@QIYD2LCkejaiQP~28Jf#^g<vz!AKw44LMMd6LT"
+        "L>P1GF;J-}B{gzZMWrLi+%;x$DwSB-am+i8HiIhF#8B$ZQX>1scybKtissMcdnlRWn~f~>Pp}Nw)yPm86%!88tg{*!+-jGRU38G!"
+        "l-%1~Q#n0lJwkC&P*w|*+8nq%c6O25HCtP$Ua*lsFLy~%tMomcoFFQea=eL{SVyF-P@-^9mOR#dwbnIJZdPnQ&laajyrg)gW!iid"
+        "iYbkq7}q*8I9ZmJ6+l#F)UtFTN<nLxDT^ITUz5y5K0$UyX-M*-(4DDsxx?^ho>C{pf+urmKg2KXS*8dLRFX@L#uKt@O1t8eD<t(z"
+        "9x+LRpE^RUjZC(_o6s=~Ro==6SmenQ=olHRBOsy5Eb9lh55q$y43UNCYK{z7SCD>8%tDnusbg)0r#ZxqH7%1YDHBvwXh!KrA`3^w"
+        "CCI`B%3X@JAU|GW8cZ@nIeLdaQO`CIdImLX=yE}JQ~Hxm>Cy%jV7Vk&ckp5x8-|;UBP&f-6uc52&pu3%NieBOIcwC6_$)-`1?yPb"
+        "c_n?Kr>t?e+&Ea#5vA_<K)I6qT~)#}d-^IZ1C@HSbxy7dZ;@8O5+*OztVytqkV)P|>6NnrjEN<{!pr9T;KwNytUzc|;iR;J7v*`>"
+        "L#O6~v5SOK){9k~b@Et0)oZo`P)l9SfwII@bG)LISF^3C=S-b>qBTS(iPog@3hwN^Qs@Sj2SL79^J1YY6Bt5r>hw%DN#G|y-3m$!"
+        "07J8*U{bO!X)UlQypo%btc^*_-lTFq3X=SAjv7TjV$!h)BZy9JX%6ZlB`<NMRPOl>Rj}?i6dub-EeFf0RH~&)e7w?lM!E(nPAdUG"
+        "S;N>GY*7JHT?TEWd?`m2ehD;~HA0o|g6yS90bWIb?kD0j6(Jc_xtYE#n{~QQVKPYe3{x3#J9&AR(<VtWGD=lZC340fdYgBY_dRx!"
+        "ye4jix@TqFr5^GkA~`FjMM)>8%cM6+j18h%h6??(N}6PIu<}8P%%o+`3X)97cF|HJ!1}_0<wDI3ulNSZ-lA2AB}e2eiAtFfrQBGD"
+        "l33?8>EyR;X_nN+syEdzh8mf_`g$Tq!qGaJ&srrN%yvJK`pJD#Mk141D@1`;o*OD|heBs+*0TC=D2pC$OrvYh*rBe5p<A(;wR#Ed"
+        "k(>vK)(S`NI=@@^6_)4XXAKf~RN67gFh`Q9bypK+l9_I>^&iD!zvc-qNWG<%MEZh7d!LskOYgDuE(y{}NXv-yrPL}&QA9e%Ni&&H"
+        "Z>bGZD`CNJm!o+_a+FFrslT#`ab{{=O<Q@%x8E1TlNkky0uX)QK2~QLc>fjqF(WFM>vad_ib=23epoxbT3fM%HcUsIsbVvd^bNE+"
+        "2jN^1ZBIgNK!b0!SCJGxEZ?qT3uzx7-t!XbT&f4QI0hTd`9Asaq<2Wn9JDw!pxS9b5~-b>Z^94AH>5eG2~*8)mWfl%Ewo4s4l-u}"
+        "6{JE7?=0@q3W5+~G*$~JLpW_PG$4kg!93AB2@Se-ONGu{i=YZ!gKId#wMksK1?}1xQYU$blQeN^1JblvbbvX_IMrOIkFoC^5^N;K"
+        "Gz25Y!OZ592Cl)rw>b$}FsC8kVQRb3K*B|Dn1f*SHimdlMM!V6+1qUN&gW)eMuiwsq(hL=jG!3NXk`8e_eL2>qs9=kcM?DK&DEts"
+        "a=Cz~hb#w8d?5G~-50jq({BIv)=aU1)PRe4sNMfSTe3|s-QFyC4Po_l^S-ua7Pir~b!6+%ZBO5OFRuyfMxES&^fcW4qzt#KalHGs"
+        "vBf{G{wXQ+kM8>i#kFFt<Mudmu>T_c5mWL%_sm7Zh}tht>h`#Ad2XA>{?mBiyfY+y@Nrr#VdX;9SK;s?BzGBIIde}2R@Y$LA+&Eq"
+        "_j=F0BVrskpGVUnY@Tt?k4q0;J#LpSV=r$1uxI*lyX*g$KRUh?*$c3lG{m8C)S^Li0y1B1`{8~#QuJ5D$R=_71FT6TMLV!21`*vF"
+        "3y^I8YdNAk@3$c;;NFl2Q%+~0V(3!e@E%*;ayMe@n@4eX4VHft`N6$0tNGTK6ZmV6i@z<&K<s(!a@ctcrx)PTFFWGM?r;(nT1)Cj"
+        "FLk}IJKjHgHro0|UdE1>kG)@P*j$B(GO$?o4T-*nrA65A^{z17&c@;boDMx2T-J;SAFllDZkHV%w`c77N9$`_e?DJ`!XC>bac}JH"
+        "Pa@5^i%G*>Brio{H1>D|-RXM7w9|RB&#y5knV1rq{r1`wWKI@hxwTX3`0ZUh_H4v~DJQ1hy@-`=8zad))2;@zkuymo!{vP7&E;sU"
+        "$E*x;Vm8v3U|s*Kq0LWR3cc}F`_zZCu(4P5h}iyf2PX!!ez7yKU=4~&ux;4EMBFA<EUnWUhu)osjulw#z9|N~<1y!p)Ti%^UiW#$"
+        "z>Iv<uEZ(v?gm_2k4^ebTX88Kh5Z}6);yEF7^UU7iJLnxuUADlS@7!maOBtFRvFUIp~UN;-PyThV=+!gW3J_7pA)X<;*jm!5Q_!Q"
+        "SBBqML{7(%l72Nq=blAE0p^$BL_P|>tE$0;o+VwkI350_Aqt0^v9SgFrH9uM`3JW8t{2Z`q5bWMp*fZdBev>G2VD-sf&{eh#ex}g"
+        "{uWz;sGx)MaQZB6{)%-zks-@^<o&%kq#~ds9cNZ!oo?sYEiX3onfqhJStR0Kzcka0&}Nq_9~6(DGb!Kg^mEZa%?`XYcHS>LaPXDZ"
+        "g;+V}=9HaXQqyr`AJV_6oo0y~uw_acKYKo^Rw8}k!6&b~#?2w6*<@EK8vHl^7#oj-X*<WSGv<>8FK;-AwoB;XD&JYN8fCRO`dMKP"
+        "W_LMG*V!NGxpd^ZZOBR^`*IP%?Lx*&*T+}Aes+3X@R{AnGA|mwe$28}NPK{Dzw}}xewv()@=TKP=}KBZdI1)CE&1$t|2u=So+)^`"
+        "^wk}6N%KXtIA8v*+Id?7@^@nS`%8qlnbn^bIAt6{!W(5S31X^C!h4DD{r+`%DcW}8;?R^;WX(Ur``6;+fSQTF+Bf=Na9STv@)wf@"
+        "MY#6kg*`~}Iia8L9-ohV{%#d!dsg*n{d(Tm_+Lu0aAs!K55>7?>$Q3(jt-3L(kMpN;`A;2=8^c>S@$z<Cw;VK*zd0wetu{%vXT&&"
+        "f&DXP4LB?Adh+lKwKL|rHRPfADq=fu{_j^lS)7K}_glvmN24|wdsmUW<Vq?o4BT(rn1=Idq;>~7oG$q<lr~o*XW+(wwm0Ly>KHwr"
+        "xi|FKfW`D)0UB>3(J5nM>$E(F;&3!Qn=tf%f9|mIkdpy<E=!tFei8fW#WWJVfh_%LRW7bC#H@JK_p9EG9Yx4~uH5hRyDdGp3`vQ^"
+        "+$L0wU-V3qU-dgVlTQZKcZsz>;<&?W%Sq%%A#rAAP|lzS|IG5-<6AvxXA~kP?=QrIdss>GzE6LyJfOgM)0{H0&T+|<%x@PXW5%8s"
+        ")P1zvsd8}om`_(EklIr?J$m-&a)(`iI}nNFk!>Gze0ikX60X=Svg>_q@?q=^u8bwWHsiz|%wB`|mB@YS&BZ_Me{Oxi{exKOS<>sc"
+        "=j*#(J29he(&~>{XUv&-aTcyLW2LyS2JJI;&1fw`wg2y5ZOTPC>v`O*Y+UzFd^gFbrcXPozR72dZKKcpbHPW2lTQ5-UyWa@aQ?N}"
+        "4^q0F$imr><0o-_30Yykl20VLeM`(Y6A_(_sOhoU*!vr<mtti!+5KTv1eW@?f79kNZ_ve4$b75m+jZ}@|6GAR+M5$f2Pat;aGMg*"
+        "`pvC<$Qu<m;gX?fJvPt5m2&J@jx7_5oomW*!9~A#Sl#!m)SLF>@I0LSJZ35RGhpQk<h@ws-a78!MTA{LOy4?}dtDC~BYR5gO7dqC"
+        "ipF&e%sqtdAD$erF%=I2q6QYf*!t47QRz~p{%9)dxV5hyd1KX(y*IGjB`t|us6+cx^Bl`YouYRq6_#NGm(k<Tpv|m#UdN*82c9e%"
+        "c6bFY30v&WWa8%2$#ZaytWHJA*svE8#YKf^DaO%gY?yr3KJU}t5|9&t-x<xeATsF25)ywKm3))O!J(Plp<THB$@(4}Qt&Vn<*7Ja"
+        "fdgx>{=0_Y^RKS(Y;M4zeyg8Z|IC~*CFbfUQ@%(MSA07Er;0k9928HEE<|bs>ZIR&v)*`X-3Ob-#0{_Xu9&u<XVXt5VR#VK@%8WF"
+        "C~}Nlh8v;lOuxRHQ;ij5)?w7Xf5iTxHuBj6PgM>-KIEELmRo}UY8AF7pv80cQ7{%K4$F!}?&Le47DSM6{sFCyAZwlX*oWTQf`sS8"
+        "2AAX^f8^<9*!%L$E=AKWd(Qs@)zfF|+6T6nH`O4YWNkoBz;F7y-B#G|)UQv$nW3#Q$o?>Lz|v$Sv|+_O<b6E*qoh~nZ$QjFEJ-8_"
+        "&m!JCDjW;n+UDC4vSkPEe|E*Myj$E}Yziof#rdyVTTs`1&DW{Vwz^$1lpE%1kH=sRsp)<Hv)_M5%irVQI%L1foI22MO~}zQT>2BI"
+        "7>2>ch9l3#e_PqJZ8ORz<V~;filR4$H3XlX-0?}lpe_AdN$m6M*CVV9i>6)adN>N3yyMTHU=wO@W5+P3<y{ib;7S4+mYhKznmewd"
+        "v~Tnii5X;jBw44AdNFx3B9gH%q-^LiL&-s$b!{3`KMTcSsENUEn{i=u<36;x9DON%5pv5=`dQ^Otz3ueVXvDHaQhTCi|Y=fF}Ug5"
+        "*4}CK0%;<bpKdlsjymhu*kzXPav>Hxmo$%@y^fTbhy7Z{&v|_@n%+opnKiB?3Co7$PKaED==YLavG)0<ElA?$|5W+T0b^0m2;I7M"
+        "h#kKm5tZwa6MQlQEmLv^lnJNp_mv}a4*saeIk8d9T!Qwo*SqC@p7g?Q_Xs|WFLCd1P3}_AtFrHs)yUg{72STzMUt>}F?{a&Zx1<G"
+        "h=$QsqxWXu;n=co_J93Tq&CeMrknrd?MbW3NY3Z0`<x%SJO?*-WA~F+%?rPn_e1-04@R_<;g7!C`>%9Q@~V?|*x$16a5*@K#9Tmg"
+        "k4ySp^{Aeb@Yx>si%;(sAO4Dn3T%7w@YG1M!o08yx4x}S!K$}%?b<yycJ0tNIo_MH>G_Bn{5JFtteINpo*04h<H+~A^?v+!^V_g|"
+        "=9xE^>Tb+K(nmS256f|iWPO}D3kyt#4q<HyG6PP1d5p$>UHp&wXDf(%#ki~Hf`FE{FSoM|$-w4#vZ>eR3lP&T;N~SH;Hihg1+toS"
+        "poh-{-BOHe!K;(c;n-TNjY3=|Igm=uy;SU3Ve!%$%jsV3l|WaEhiI6_={!yLPVD<&?^$Gq+Yi*yN88Ii46YM<JZtoF>LPVZK{MtN"
+        "(Rm=9D7a?g!`CAEY<3wpd?gC;UIZ2gC2vDVpMCDjI3s7c!JWoe-+dB~nhp4BH(9FNjv8*hc-yXxD_)Pn53ami%(nPnf3Ro#e8;9Y"
+        "(nuS!$tn0u*@7c{GB&(l^1%Z0eUHE>R8F2Zq4t^Mfd|NFm#3$kD?+-V*<&G{xCCy6OoPu*{jj5hrA#tnr!XJU+EK!*Ki9()@M0o-"
+        "=HksG<PWl+cx0pTJdQTt`9|FFnAj5;+zL{P(YImmluVA1&vTHfEqwX2iSJD5t*u&s93-=U>d;$q36w<YKkE|0O7Yt&EJ74sPh`lh"
+        "B`1+YPIBMPMK~$I71SSu7=f8~jz#!87wI<J&Bw9H^{^`k2g#__8;cj>Fqh7G4!Wr8TFqth6)2$BaDz`0;>kW7Ln%i6yoA&e_&R@@"
+        "o{K%c=W!bcYp~F8PZ~UN1=&cVv6tk*;&1GJyB%(ZGK3@(hfClOB7qcxbNr##ldtt~ar4K~Z_L^V;S_Jrz2u0kTrMYKh-Zi|ub-~<"
+        "Hg+55VeVt@>%)z-uSXj!x`0U&{3yIeIh<gjX?Z_H;w{HOOIJ+1*mDh{$?aGyj>A2qAn0woj(N~?=SvaBXX}1CL-+A_#D1<$t8kNV"
+        "q1(7Z=5i&2!ZZt)xf<#)>4_n8F)a#H++sO{g%_)1;n3H}_J0t%+usKR%*1nMKfbT8$HNWqtsXb`S^k?e99x9$E<!xA;kyt&8+HC#"
+        "zg_lzu0#481^u7@Fb_XrI_H08S~Ph;c9Tswjk9k!*tyVozG=g6HlgsTr(-aA;K)X=5rGTdyM+#nsT>&FV>ad@6OC|K%oUM7+D7(8"
+        "E(0^mk<yLoIc{V(zLNiy7rllI`xu_%M+J}lI`kdw$ftDU->MMLiUXh@>eiuMB)E^85{;qFbQ>+?69w0B`YWA2DwW^K_dG(E(lGKn"
+        "UQQ5p@wzkodM*z8x$~SG>|YNau!j$H2zB3$B?$T1Z$R(9hExoGcZ4MtGyS&1Jrg@f3_c$2(BDO0NDiZ$_cNkPB#h%uGYB?dF^cdI"
+        "!>2xF?(Mag+w?&~49wmLszN&XlcTZRWpacZB0i<u0xpHSOS)E&0;2!m6@7pg9si6tz)+4jIP`Wh+4(&Ye03Szz4n5>8l*GkJ9R%2"
+        "^v2{qo}tG>uJqv2pk4m1kFGcy)!Fdws~_Io$>bm|4u0VwS4Q7x<1TSWkxJ$x39H~c+xwvXT}05!Fn^Loel$DA!!^d_u(iuxpFi|s"
+        "|02F=7OsxSk+^FE&OP^iES?%015b&w{1^}Ic_XcQ<|&;+rp3+Rpmnk1%r`+@ZoOFl#457Pi#JoZBi!+5#Lht)x0DO&VPXAbHrMqw"
+        "3#)}BLh9pp6)ybr7o7#cS?|$nz;j7tB_v+&<Q(jy)A6E<n@bmi#hc@L?=c!ojqb+{4u~YqSGD?BZN8&!-fJ8BXXwu!MEW8;?6Pb&"
+        "4ri0nERvf|>XOKBqvHlQeZSPM)^(kKaRru7zxMsZOmgNhZXCjfvA>OsPQiVTxc3f>NLYg7%gC`zvaTF=2i3k_;1yGbqi?JoSf$<h"
+        "d8W4U!z7Pg8KgRj%r3>&iJNt&HlUV$7i3@2*w@lTa`er_KB<Q7-xo*^r$+eS49?}-I|MrCo{%|m$C%T@sYv6AK8R8i)h9rpGiVVg"
+        "WsQiM1xmdH@jE(@`U;{^I0Gs)6Nix-kwVgmK>L}7MZlLXN1($P`8OYzAuY6tqh@Nd6ZE2Fp#n`qG%wH%Os&5l&`1R2X!GSCq6GQZ"
+        "M|NuGsEd?G#_I(th%|x=5Cx`b8D65|HBhgYC=Ca5L!e*EKdZ`85~W5_{&7lGKt1$={GdKFSt@$SZ=1;1!)OeNXX_NlG=~Z-NSc7&"
+        "MF?T9gQy?<ZU`O!nr{tcjr5C7kEr|$I@Rk%tGdo%QT-R>Uu9?nyNY^AkO$>xN;&zePQFCMDc;nNIiYx|XMjwU9k;W2EdMHIRVu$$"
+        "Zr#|)LzyoqzgE~@t4frIR#0z?Aj;t?&o792b%rQEidOaVbWwQZ_5tLvbP5yIN5z6@3(IOlxea5pSkMKPoN&hd^#^W3Z6&uVkGli+"
+        "*<NmieO93?joY_~v*eLo<WM5Foi^e|U{)o!q>?-FLJ~a}k~A@DV(TQ`xk;6iTeyWnuev|Tss>`01MfM1YyadUVSqLe(I-g3elqE`"
+        "e3Dj0qJKF;;=-_DE2y1zIW&tAFgOXWBIjkc({?`iQ0CZGJK^#-{|oANNa+"
+    ),
+    'CNS1': (
+        "c-nPV4^&iD8lUgG@4oxqn?E3q|51_5w6e0b)<5O8X4Y|yvfXX<>~8;C&#AWdY_*-;c2}Jcl>lKxWXVuRBmzX81EeFOkg<kgH0q=S"
+        "VhuD33K9t7D75$98PLvYpYP4P@B4n=@B4c%wrbrL4ZtuVK%5EDbmKzgGVy>|$v2401o9KZx6}@O4Jzad2UUZDA(dd!bjgNBwE&pJ"
+        "mnM9o)iBTyNd5+~qNwvv!vMYlxu#qfc5Fx_l|TuWLM}FLgku;n02C<2!4!B7|L?*df1z~*C#2G`w5Nhexa1BD3Q|Q4og?*#yBMhx"
+        "R=lp9L#Kk31GybfLxzoES6pDVqFm_w9~G23$8cN2(8ZTbk*^JqDWR38P7Rqhw-CREt_wR5U_%y0Y9oGhNdPFhW2nS|WaX9;&XX{#"
+        "x?Jf(#8C#yYFU9dCEO)?qb$^FjR=2yQCS>)5E+K>*o0!}(&eKQGw(hLM~LADMg~c?NWAFa#eH+FNi1a+gC>zz*tdXD8V-XBp_Is="
+        "AR-=&18;5sAl~E_h9bIoIkW@9h=_@BgEvQn;RrDtFMmWxAZJHLE?!ich4Vrh5sU1@0%2wvB!!5Pq!P14!;7$KI6xY?C6z2$xEMo~"
+        "izGVO9vUeG7b~F12Td?oc`>n((!&tZPwx^s^rGRCN9s>+=zi*2iO*1z-Vz1s;RIvrrE#DDElL1NAn(!`{xO+9Gx=lZ&uCDH0_x?2"
+        "hv~rtn|dgLsEWatFH?1$$c$xfgz?N|WhxdI*(TDfned*O;zxv<j@zioK`5pu)KtN-zow@9sIrXWw@7!Zd_?1@>28YCsVSdpciAYu"
+        "N-<lZ_#!o>ak~}^HDv%b<??pCNpUR)EvKe4{Ph`smQegHH8F0%KYmV4f1##S4!)D(LTakwvQ{3#?Nl|Wi6jmXj9$vNJxG``0PIOs"
+        "4JE-;wj~9ipr1ltU?R?<YTaT&k3SBq$)+%jcX)rrG+;;>5{7)C$OU6OXN;1+TsWMe#xbE9zL>yNj!~J)VLC%|@48_O$MM22#lkSo"
+        "lQxX0c0s7}YU$E2nmdvtGbFQ(spDLnV?M*%1fOP?;uucG@Ml7TBN<MTp7}kRDfcj(&hQ}#;BFsg$bC*__!`4e46O`Zz?8du-;Z|v"
+        "pmiKn*kWKdICM<`mPL^{09YJpIu5z#G-j8i3UT#B_wLY{jWG+&s!)a8g5GwsqXe?Pq%4-F1HB%~qQiK8V`zuM!Jbv4@=HcCO>tZz"
+        "EE-uf5n540WCk#mBXv<Cm3dB6Q5Fqlp~96kmv6PPc&Ki%u~!J!<~L%=Gv%ik8!P=-IFll<8c%<+ki>(tRAUCW#*!W2JBh-l1_Lg_"
+        "Q)CvxeR@Bq!oR}H2m=?Wkc;MsekPq)nHDX&s;Ugfa1v*yUB)84s8j|eyRB*>SYf3}EmxU4f|@f)lgX)tsVY-62_TX|&WlLYF7xAS"
+        "&7Dg`3VuIKkOXnOQ8iIwTF|zL;XM*KMs{zw1XyI2ikOMW{6&dy6jj>toOo~TqM!)12E!2yCo-JI3*N>9m?G?z@to1a!<U1_CrstC"
+        "D0VGZ4rkLjHW({+g|2wspI~}Sn|~NH)Eo0|2xamS?vMLcs^^FRW<u|Y;m7t8zb}T_Np3s!rbM&V1cIU1YU+<q{!(R?lfnI}$IPK^"
+        "E;Xl6{b3C}=bS)VGKMeZ)SKT%)|v|=Sfv&#;!fNMnyj_Tnm6;2)JXZ4OisrPX6NH($VlamF=T5*@=8*Rr6!^6s5Q$$YRc67Ix^3>"
+        "0ey!sr<<@KKu#HBaXfmx<6|?p+exs2xOHc>nZ=2TN%Ju|PrTAISs#(<iYBW!ny;AUuDVZ@;c4)0R(!Qu+Ye@66>~R&D_1?%NxjE`"
+        "c@^w!QM%k(utyn4Q<~0@K&rhr-+WACIm3ZH6W*$v(GWx<ky&)%Ok{_H^Tx-Oiv3|xWkXbX%Q?jG9ICP@LngMt28BnI@9FR<HJqtt"
+        "nF$e8s#J;NN6`9?Xv`+c?0#1ysM65AQbz_!!}E>d-+-IAF`2YQGrLtxxeEU8fNy!{axuo7Hk!DfXEB&O+r8Lru+ajMvn0eL!O-1Y"
+        "5F<8qXobVf_ndQjyjNo*!8<|h*^#wsh~_}DC5Nyn;27nJ_C^bPgto{1a*Iwz&l@b31YYn$A^HhhfB}m<S_P;!2|^-aNEQ>z>(iCW"
+        "2PQ`5L3|$oixH^ce-$?m#vqjg7IF6QZE;5Dd2~%>F=XHrl&{rT7J#$g;DtDLf&XG{F*w|6c|R*`AS@QL8i;p{APc9fVAoC*!677X"
+        "B=S&!raEA=(ACe<GR@Un%se?h?@0^Foz~=Z7N~-*5jg|Q-DJ&Q8QYbi=lW>db))H=)t_wyJ|nD)gga_xdm8{sifsHu2G2^8l!uiC"
+        "q$`e<QV?g~$J^12#X+_H7TkQ6q)+C5A}}SseiG)LA?fj=h1t2Fcc$>8_N$FBNgfXq<S}Pq8*I1ozaD`_EYHg1@iN|3g8odBlTEYU"
+        "3SPlLNXzOn26_}%zv3^WzAnX6rv>YvHw}ZS?DqL%Luu$rjC#6j72IOFI-Atb$xeX{DbV;%-Y<<dI5n<i-VrkJk|S2BxrFtL-k*7G"
+        "KV)rzJmpFmG%jAdbaeitta-=lz`F%LpW}F?^^wwrJ*kkF4lUz+=CiwC^${%Ay0y85nNZ%Wn(BI4afofd&QcHZ|Fh3s?@*Gv$a+8N"
+        "nbuklhtu!~*;9nY?X=%TJTq3k=$pM~Zq+65da$_%0wX%!uCX7#<FkKs&Ru=y*VeRWFT|H6;qFp6-2)XT;i7i*ty3SvCok2-w?0~2"
+        "guTPBm0;ylm&TrZAa^@-Bti3PXjs_r;McS$Dm3Htv@b^bSpMYPzZHzjxC~iK@<tY@1uxZ)?H#o{ZeJfZehc0II{fanZm3<9vV8w<"
+        "I(nh`f$9}Sb$Dgk-Ud9{gWoJ(Z@<;O^t3fC2-{j=-+PcYIk*Yd{35U)wz#3~0_?`_LfrXi?XZjBd@OP5SqC_BNKZDY&cvPqsND>{"
+        "h0S?z`Q05JaEuR(E!FB<l-Is(r<<2;dSw4?*Z<tV@Y5;vjc|O$E<ICieIxj0-@RAwS&#=`5I+sVWti8qV(lvUfH;)iVMQsBo(Tou"
+        "fc=@^T-Nu{S6NW&f)bLBiS+foZ{9Uw$Dh{hf&2#e=P7V%Cr^Uc4_8mZ<{)IMdE^V@ewX!NA>{9a_Y<*l4fd&rN&2vVHyVFPoDiD="
+        "1vHBcXv^G6*<ti%qvMX|Phh}sjj33gHKl1Km`oKJ*qE?3u75W^d1U#8S@m#YE$nnd(;?{iUERdwsUHSm-TdHDJevj=6Y?KRWS_3Z"
+        "?pc*SNR2CPfKTo^2s=s7j5SUi*aW%QQwbN1&<;FTh!usnJrR@Y@r2e;g<T)Q3H`~KU0#@P>pKHkOe<Cj$bkS9uEd=^P*{LR8{hyv"
+        "+y~#~VcTAOphYXtyKf<zI^i2Us=bd@4yeY!bLYp^*TDCCpeh4O$De=spmFH0>)N5S3bxJ8uzc`r`Fd!6A-4iIG(sR1zTb{%T5cVD"
+        "{>0ZC;qvRfuP5H|)SS)(c<ztQ`=Db?dsNy=EO)|xy72O9%zLeFdVdktbi>s$I3I#$`}*e(!}cefQRn}@ZAsVo)k{t++P4KduE4=|"
+        "thfe=ilZ1l+KOxDc<wA)eC+q7>%g<1Y6G6O`_DsZI^eojw`5@Pb^PiA9(u=rzvlpS@54s3Z%p5)%Mj8+?3guRt*50?rSXkXZI*24"
+        "7*?&6*tW)$>LoPUTsZcB;Y)9`"
+    ),
+    'Korea1': (
+        "c-rMuZ%ma{7=M4yd){+@=L(m5uL|5yxX_ZR<b?V_Yr%+exm9yEKj;{<tv_phsjaPCvfZXDXw4wAk*!9K2ohE{ayqO?%grgIttB}("
+        "Q>oDhHzY)IjCJ0FG$}vu#ZNx(^S<xzJkRs{o##9s&im>r2_Wg&kA&_X5l=$HEV$7Sn#>ft)hwJ_^`C{K$jpB>`R|T16*ne<xopAB"
+        "q;G~i_@S=n9O8}QMR@n|AkGWg&?Y0k=Xu6>@RkGSvf5Z&oJhZBVaj}may9|a85&FWOu`r>;^A?vRJqxhvZy#*wb)OWpauq3eO<;h"
+        "$(BEZ>)DTi^U8b03MS<im?yW)y#KA{Mlw=QFLH9i2cr*AEvAr?L%EX`&7j=#{TjovJjU~wRm*!HXQ59Wp-f|PBG|y6kY-_;gQ_RV"
+        "LwL&)lw<F)D34N1`OG4pvWSvPSwMM$%0|G|LJ`J=F`JEsxI(zZXR;HnI&e}JKSNna+2r(2ThdbJb(B>OJVl+LlsUrFlzd7R<uKea"
+        "H08-qLj|M`BT>sQVU}ya%EyFC!ZN}Yi;FwgU=m?Gs$BmT*myRzA5ubvXc*V_tdCM@D&-0SS6oP0PFWW2Whvq&pq)5lwyjV>IZaye"
+        "6>cED>%s1;T-Nq%!j{x*KPsEFB5Ntuhpg89ZY=954^#Rr&+Zwcm~bFr;(4kEDGih_(ff(Ujw)eSBNkL*bHFj*AHQ5w-~V^uPX-`b"
+        "H<;nOQ|))5HNd#ScKGc;qs9T?#G5dy(FrtD+I>t$arO#S8lx*!S+KnnW}ix#tdxm17`Yw6$wSE!Q}@z5s*B7wxV=&HANIcOmdJc5"
+        "t#>Rn>kF>OMs$&BocAabzhtma1{&0fDgDsz*COe|>}}|XUCQ9hv>eO*u?3lxyWhj<*U??Hvk%>^7~O>rI&pN(z`K}w2dADrR=>X="
+        "<IA>vi|%P$?2@*cv8_Yv_OEE_L0{?HRc$Yvd38_D@kGz(7|Q-Fr#IcQW%vzLT&+J?JvOCxeXY;-X{{=i`l~u3+g={d;F7EowO9P;"
+        "0h}`v`M>5*6nwR$zaTQ827{gYC@z$Clss~-vSO3}DX!t7e3boRtgZuPxB`6yL-Iw{k+nbPKDLmHVuR)JcKt&X_A07@j_4$JSC%x@"
+        "DkyE=k+`~0eySQfYX1R_v<!y"
+    ),
+})

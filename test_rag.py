@@ -4904,6 +4904,17 @@ class PdfFontsTest(unittest.TestCase):
                 objects = one_page(b"BT /F1 10 Tf 300 700 Td %s Tj ET" % shown, extra=[japan1])
                 objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding%s/DescendantFonts[6 0 R]>>" % encoding
                 self.assertEqual(text_of(objects), ([expected], ""))
+        # Beyond JIS X 0208, and the Chinese and Korean collections: a gazette set in fonts not embedded
+        # (proportional and half-width forms, supplement kanji as 凜 and 熙, a kana ligature) was all lost
+        collections = {b"Japan1": ([327, 843, 8284, 8285, 16209, 232], "｡あ凜熙か゚!"),
+                       b"GB1": ([940, 7717, 29059, 668], "啊皚€ā"), b"CNS1": ([595, 14514, 19178], "一隶鱇"),
+                       b"Korea1": ([3460, 17000, 18000], "賈퇺훓")}
+        for ordering, (cids, expected) in collections.items():
+            font = japan1.replace(b"(Japan1)/Supplement 2", b"(%s)/Supplement 4" % ordering)
+            objects = one_page(b"BT /F1 10 Tf 300 700 Td <%s> Tj ET" % b"".join(b"%04X" % cid for cid in cids), extra=[font])
+            objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]>>"
+            with self.subTest(ordering=ordering):
+                self.assertEqual(text_of(objects), ([expected], ""))
         to_unicode = stream(b"", b"begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange "
                                  b"1 beginbfchar <0465> <0058> endbfchar endcmap")
         objects = one_page(b"BT /F1 10 Tf 300 700 Td <04650466> Tj ET", extra=[japan1, to_unicode])
