@@ -822,17 +822,12 @@ ING_KEEP = ("inn", "out", "cann", "herr", "earr", "even")  # inning, outing, ...
 
 # Suffix tables, longest suffix first (the first match is the longest match).
 STEP2 = {
-    "ational": "ate", "ization": "ize", "fulness": "ful", "ousness": "ous", "iveness": "ive",
-    "tional": "tion", "biliti": "ble", "lessli": "less",
-    "entli": "ent", "ation": "ate", "alism": "al", "aliti": "al", "ousli": "ous",
-    "iviti": "ive", "fulli": "ful", "ogist": "og",
-    "enci": "ence", "anci": "ance", "abli": "able", "izer": "ize", "ator": "ate", "alli": "al",
-    "bli": "ble", "ogi": "og", "li": "",
-}
-STEP3 = {
-    "ational": "ate", "tional": "tion", "alize": "al", "icate": "ic", "iciti": "ic",
-    "ative": "", "ical": "ic", "ness": "", "ful": "",
-}
+    "ational": "ate", "ization": "ize", "fulness": "ful", "ousness": "ous", "iveness": "ive", "tional": "tion",
+    "biliti": "ble", "lessli": "less", "entli": "ent", "ation": "ate", "alism": "al", "aliti": "al", "ousli": "ous",
+    "iviti": "ive", "fulli": "ful", "ogist": "og", "enci": "ence", "anci": "ance", "abli": "able", "izer": "ize",
+    "ator": "ate", "alli": "al", "bli": "ble", "ogi": "og", "li": ""}
+STEP3 = {"ational": "ate", "tional": "tion", "alize": "al", "icate": "ic", "iciti": "ic", "ative": "", "ical": "ic",
+         "ness": "", "ful": ""}
 STEP4 = ("ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate",
          "iti", "ous", "ive", "ize", "ion", "al", "er", "ic")
 
@@ -1328,7 +1323,7 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
             progress(Progress(int(tally[0]), pages[0], int(tally[2]), *totals, time.monotonic() - started, done))
 
     tell([0, 0, 0])
-    parts = HOOKS["parts"](todo, most_bytes, tell)
+    parts, kept = HOOKS["parts"](todo, most_bytes, tell), 0
     try:
         for part in parts:
             if part.notes and progress:
@@ -1339,6 +1334,10 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
             if part.files:  # (a batch none of whose files will stay as they are makes no part)
                 with transaction(index.db, index.path):
                     add_part(index, part)
+            kept += part.batch_size
+    except KeyboardInterrupt:  # Ctrl-C: what is kept is said, so that nobody starts again from nothing
+        progress(None) if progress else None
+        raise RagError(f"stopped: {kept:,} of {counted(totals[0], 'file')} read and kept; the next run reads the rest", 130) from None
     finally:
         parts.close()  # (a worker process is handed no more batches)
     tell([totals[0], pages[0], totals[1]], done=True)
