@@ -40,7 +40,7 @@ import weakref
 import zlib
 from array import array
 from collections import Counter, deque
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from html.parser import HTMLParser
@@ -815,8 +815,7 @@ R1_PREFIX = re.compile("gener|commun|arsen|past|univers|later|emerg|organ|inter"
 SPECIAL_WORDS = {
     "skis": "ski", "skies": "sky", "idly": "idl", "gently": "gentl", "ugly": "ugli",
     "early": "earli", "only": "onli", "singly": "singl", "sky": "sky", "news": "news",
-    "howe": "howe", "atlas": "atlas", "cosmos": "cosmos", "bias": "bias", "andes": "andes",
-}
+    "howe": "howe", "atlas": "atlas", "cosmos": "cosmos", "bias": "bias", "andes": "andes"}
 EED_KEEP = ("proc", "exc", "succ")  # proceed, exceed, succeed keep their -eed
 ING_KEEP = ("inn", "out", "cann", "herr", "earr", "even")  # inning, outing, ... keep -ing
 
@@ -1888,10 +1887,8 @@ def connect(config):
 # ---------------------------------------------------------------------------------------------------
 
 # What each embedding model wants before a question and before a chunk (their model cards say so).
-EMBED_PREFIXES = {
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-    "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", ""),
-}
+EMBED_PREFIXES = {"nomic-embed-text": ("search_query: ", "search_document: "),
+                  "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", "")}
 
 
 def embed_prefixes(model):
@@ -3032,8 +3029,7 @@ def add_search_options(parser):
     parser.add_argument("--search", action="store_true", help="print the ranked passages only, no model")
     parser.add_argument("-k", type=positive_int, default=TOP_K, metavar="N",
                         help="passages to find (default: %(default)s): the model reads the best, and sentences of up to 2 x N")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per question per line")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per question per line")
     parser.add_argument("--mode", choices=[*RANKINGS, "auto"], default=DEFAULT_MODE,
                         help="rank passages by words (no model needed), by embeddings, or a weighted sum of both; "
                              "auto: hybrid when the server has an embedding model and the chunks are embedded or "
@@ -3081,13 +3077,17 @@ def positive_seconds(text):
     return seconds
 
 
+HOOKS["writing"] = lambda index: nullcontext()  # (Appendix: one run reads at a time)
+
+
 def build_index(config, progress=None, empty=False):
     """Return the index of the documents, up to date, in the cache folder or in memory (progress: as
     update_index's). One with no text is a RagError, unless empty says it will do (--list shows why)."""
     others = []
     files = find_files(config.docs, others)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
-    read = update_index(index, files, config.max_file_bytes, progress)
+    with HOOKS["writing"](index):  # (a second run on these documents waits here: Appendix: one run reads)
+        read = update_index(index, files, config.max_file_bytes, progress)
     index.others = others
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
@@ -4863,6 +4863,48 @@ def count_in_worker(pages, size):
     """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
     with WORKER_TALLY.get_lock():  # (the other workers add to it too)
         WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: one run reads at a time. Two rag.py runs on the same documents (a colleague's page and your
+# terminal, or two terminals) would each read every new file: the second waits for the first, says so,
+# then finds the files read. A lock file beside the index says who reads; the system frees it when its
+# run ends, however it ends. Adds HOOKS["writing"].
+# ---------------------------------------------------------------------------------------------------
+
+LOCK_WAIT_SECONDS = 0.1  # how often a waiting run tries the lock again
+
+
+@contextmanager
+def one_reader(index):
+    """Hold the index's lock while the files are read into it; wait (and say so) while another run does."""
+    if index.path == ":memory:":
+        yield
+        return
+    with open(index.path + ".lock", "a+b") as handle:
+        if not lock_file(handle):
+            say("rag.py: another rag.py is reading these documents into the index: waiting for it, then using what it read")
+            while not lock_file(handle):
+                time.sleep(LOCK_WAIT_SECONDS)
+        yield  # (closing the file frees the lock)
+
+
+def lock_file(handle):
+    """Try to lock an open file for this process alone; return whether it could."""
+    try:
+        if os.name == "nt":
+            import msvcrt  # here, not at the top: Windows has it, and only it
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl  # here, not at the top: every other system has it
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+HOOKS["writing"] = one_reader
 
 
 # ---------------------------------------------------------------------------------------------------
