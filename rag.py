@@ -301,7 +301,7 @@ class Answer:
 # Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
 # its section, until an appendix puts its own there. (The readers, the kinds of server and the commands
 # have dicts of their own.)
-HOOKS = {}
+HOOKS = {"writing": lambda index: nullcontext()}  # (reading files into the index: one run at a time, an appendix)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -601,6 +601,9 @@ PAGE_NAMES = {}
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
+# Not indexed: a contents line (a title, leader dots, its page), whose section has its words and would be outranked
+LEADERS = re.compile("(?:[.…·・‥．][ \t]*){4}")
+CONTENTS_LINE = re.compile(r"^[^\n]*?(?:[ \t]*[.…·・‥．][ \t]*){4,}(?:\d{1,4}|[ivxlc]{1,7})[ \t]*$", re.M | re.I)
 
 
 def heading_of(paragraph, underline_levels, numbered=True):
@@ -1475,15 +1478,16 @@ def add_part(index, part):
 
 def indexed_text(chunk):
     """Return what the index reads of a chunk: the titles of its heading path that its text does not show
-    as a heading line itself, then its text. So a chunk under "Travel > Per diem" has its headings' words
-    even when it is the third chunk of the section, and the first chunk counts its title once.
+    as a heading line itself, then its text but its contents lines. So a chunk under "Travel > Per diem"
+    has its headings' words even when it is the third chunk of the section, and the first counts its title once.
 
     Example: heading "Travel > Per diem", text "## Per diem\n\nEUR 70" -> "Travel\n## Per diem\n\nEUR 70"
     """
+    text = CONTENTS_LINE.sub("", chunk.text) if LEADERS.search(chunk.text) else chunk.text  # (the section has them)
     if not chunk.heading:
-        return chunk.text
+        return text
     shown = {heading_title(line) for line in chunk.text.split("\n", 40)[:40]}  # headings start the text
-    return " > ".join(title for title in chunk.heading.split(" > ") if title not in shown) + "\n" + chunk.text
+    return " > ".join(title for title in chunk.heading.split(" > ") if title not in shown) + "\n" + text
 
 
 def heading_title(line):
@@ -2531,8 +2535,7 @@ def focus(index, hits, query, k, room=math.inf, embeddings=None):
 
 
 def given_text(pieces, kept):
-    """Return the kept pieces of a text, and its blank lines, with CUT where others are left out ("" when
-    none is)."""
+    """Return the kept pieces of a text, and its blank lines, with CUT where others are left out ("" if none)."""
     if all(i in kept or not piece.strip() for i, piece in enumerate(pieces)):
         return ""
     text, cut = "", False
@@ -3075,9 +3078,6 @@ def positive_seconds(text):
     if not 0 < seconds <= 86400:  # also false for "nan"
         raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 86400 (a day), got {text!r}")
     return seconds
-
-
-HOOKS["writing"] = lambda index: nullcontext()  # (Appendix: one run reads at a time)
 
 
 def build_index(config, progress=None, empty=False):

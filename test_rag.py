@@ -825,6 +825,20 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual([h.chunk.source for h in search(index, "per diem travel", 3)],
                          ["1.txt", "2.txt", "0.txt"])
 
+    def test_a_contents_page_does_not_outrank_the_sections_it_lists(self):
+        """A table of contents holds every title in a few words: by BM25 it outranked each section it
+        points to (the Japanese definition came second to the contents page). Its lines (a title, leader
+        dots, a page number) are not indexed; the words of other lines are, and so is a price list."""
+        contents = ("Contents\n1 Travel and per diem ........ 2\n2 Annual leave . . . . . . . 5\n"
+                    "3 クロスサイトスクリプティングとは何ですか・・・・・・12\nAppendix … … … … iv\nPrices\nCoffee ........ 3.50")
+        index = index_of(contents, "1 Travel and per diem\n\nBook trains early. The per diem for Japan is EUR 70, "
+                                   "paid after the trip when the report is approved by the manager.",
+                         "3 クロスサイトスクリプティングとは何ですか\n\nクロスサイトスクリプティングとは、ウェブページに"
+                         "悪意のあるスクリプトを埋め込む攻撃です。")
+        self.assertEqual([h.chunk.source for h in search(index, "travel per diem")], ["1.txt"])
+        self.assertEqual([h.chunk.source for h in search(index, "クロスサイトスクリプティングとは何ですか")][:1], ["2.txt"])
+        self.assertEqual([h.chunk.source for h in search(index, "coffee prices")], ["0.txt"])  # the rest is read
+
     def test_what_is_kept_for_the_next_questions_is_bounded_and_changes_no_score(self):
         rng = random.Random(3)
         words = "per diem japan trains leave annual laptop desk report book early days euro hotel".split()
