@@ -301,7 +301,8 @@ class Answer:
 # Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
 # its section, until an appendix puts its own there. (The readers, the kinds of server and the commands
 # have dicts of their own.)
-HOOKS = {"writing": lambda index: nullcontext()}  # (reading files into the index: one run at a time, an appendix)
+HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index (Appendix: one run reads at a time)
+         "indexed": lambda text: text}  # what the index reads of a chunk's text (Appendix: contents pages)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -601,9 +602,6 @@ PAGE_NAMES = {}
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
-# Not indexed: a contents line (a title, leader dots, its page), whose section has its words and would be outranked
-LEADERS = re.compile("(?:[.…·・‥．][ \t]*){4}")
-CONTENTS_LINE = re.compile(r"^[^\n]*?(?:[ \t]*[.…·・‥．][ \t]*){4,}(?:\d{1,4}|[ivxlc]{1,7})[ \t]*$", re.M | re.I)
 
 
 def heading_of(paragraph, underline_levels, numbered=True):
@@ -1478,12 +1476,12 @@ def add_part(index, part):
 
 def indexed_text(chunk):
     """Return what the index reads of a chunk: the titles of its heading path that its text does not show
-    as a heading line itself, then its text but its contents lines. So a chunk under "Travel > Per diem"
-    has its headings' words even when it is the third chunk of the section, and the first counts its title once.
+    as a heading line itself, then its text. So a chunk under "Travel > Per diem" has its headings' words
+    even when it is the third chunk of the section, and the first chunk counts its title once.
 
     Example: heading "Travel > Per diem", text "## Per diem\n\nEUR 70" -> "Travel\n## Per diem\n\nEUR 70"
     """
-    text = CONTENTS_LINE.sub("", chunk.text) if LEADERS.search(chunk.text) else chunk.text  # (the section has them)
+    text = HOOKS["indexed"](chunk.text)  # (Appendix: contents pages)
     if not chunk.heading:
         return text
     shown = {heading_title(line) for line in chunk.text.split("\n", 40)[:40]}  # headings start the text
@@ -4863,6 +4861,36 @@ def count_in_worker(pages, size):
     """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
     with WORKER_TALLY.get_lock():  # (the other workers add to it too)
         WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: contents pages. A table of contents holds every title in a few words, so by BM25 it outranks
+# each section it lists (the definition asked for came second, after the contents page). Its lines - a
+# title, leader dots, a page number - are not indexed: their sections have the words. The page's other
+# lines are, and a price list ("Coffee ........ 3.50") too. Adds HOOKS["indexed"].
+# ---------------------------------------------------------------------------------------------------
+
+LEADER_DOTS = ".…·・‥．"  # . … · ・ ‥ ．
+LEADERS = re.compile(f"(?:[{LEADER_DOTS}][ \t]*){{4}}")  # four leader dots: a chunk that may have contents lines
+PAGE_AT_END = re.compile(r"[ \t]*\b(?:\d{1,4}|[ivxlc]{1,7})[ \t]*$", re.I)  # a page number, maybe in roman
+
+
+def without_contents(text):
+    """Return the text without its contents lines. (Each line is looked at from its end, once: a line of
+    a million dots costs what reading it costs.)"""
+    if not LEADERS.search(text):
+        return text
+    kept = []
+    for line in text.split("\n"):
+        page = PAGE_AT_END.search(line)
+        before = line[:page.start()] if page else ""
+        leaders = before[len(before.rstrip(LEADER_DOTS + " \t")):]
+        if not page or sum(dot in LEADER_DOTS for dot in leaders) < 4:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+HOOKS["indexed"] = without_contents
 
 
 # ---------------------------------------------------------------------------------------------------
