@@ -5952,14 +5952,14 @@ TEX_T1 = {0x10: "“", 0x11: "”", 0x12: "„", 0x13: "«", 0x14: "»", 0x15: "
 
 
 @lru_cache(maxsize=4096)
-def glyph_text(glyph, numbered=False):
-    """Return the text a glyph name stands for, "" if unknown. Examples: "eacute" -> "é",
-    "uni00E9" -> "é", "f_f_i" -> "ffi", "one.oldstyle" -> "1"; numbered (Type 3 fonts): "a97" -> "a"."""
+def glyph_text(glyph):
+    """Return the text a glyph name stands for, "" if unknown (by number: see numbered_glyphs). Examples:
+    "eacute" -> "é", "uni00E9" -> "é", "f_f_i" -> "ffi", "one.oldstyle" -> "1"."""
     if glyph in GLYPH_NAMES or len(glyph) <= 1:
         return GLYPH_NAMES.get(glyph, glyph if glyph.isalpha() else "")
     base = glyph.split(".")[0]
     if "_" in base or base != glyph:
-        return "".join(glyph_text(part, numbered) for part in base.split("_"))
+        return "".join(glyph_text(part) for part in base.split("_"))
     hexes = re.fullmatch(r"uni((?:[0-9A-F]{4})+)|u([0-9A-F]{4,6})", glyph)
     if hexes:
         points = [int(h, 16) for h in re.findall("....", hexes[1])] if hexes[1] else [int(hexes[2], 16)]
@@ -5968,10 +5968,6 @@ def glyph_text(glyph, numbered=False):
     if accented:
         letter = unicodedata.normalize("NFC", accented[1] + ACCENTS[accented[2]])
         return letter if len(letter) == 1 else ""
-    code = re.fullmatch(r"[A-Za-z]{1,2}(\d{2,3})", glyph) if numbered else None
-    if code:
-        code = int(code[1])
-        return TEX_T1.get(code, "") if code < 32 or code == 127 else chr(code)
     for character in (glyph, f"greek {'capital' if glyph[0].isupper() else 'small'} letter {glyph}"):
         try:  # "infinity", "Omega": names the Unicode character names spell out
             return unicodedata.lookup(character.replace("lambda", "lamda"))
@@ -6203,19 +6199,22 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
     for item in differences[:512] if isinstance(differences, list) else []:  # (256 codes, each named once)
         item = get(item)  # a code, then the glyph names of it and the codes after it
         if isinstance(item, str) and code < 256:  # (a one-byte code: the names past 255 cannot be shown)
-            table[code], names[code] = glyph_text(item, kind == "Type3"), item
+            table[code], names[code] = glyph_text(item), item
         code = item if isinstance(item, int) else code + 1
     names = {code: name for code, name in names.items() if not table.get(code)}  # those that told nothing
-    read = numbered_glyphs(names, base_encoding("WinAnsiEncoding" if kind == "TrueType" else "StandardEncoding"))
+    read = numbered_glyphs(names, TYPE3_CODES if kind == "Type3" else
+                           base_encoding("WinAnsiEncoding" if kind == "TrueType" else "StandardEncoding"))
     for code, name in names.items():  # ("" for .notdef: a glyph that draws nothing)
         table[code] = "" if name == ".notdef" else read.get(code, NO_TEXT)
     return table
 
 
-# Producers that turned TrueType fonts into Type 1 (Ghostscript-based printers, Distiller) may name glyphs
-# by number: "G37", "g0041", "glyph12", "index0x1F", "cid123". The number is the glyph's code (as pdf.js
-# reads Gxx, g00xx and Cdd), or its index in the TrueType font, whose first 258 glyphs most fonts order as
-# the Macintosh standard does: space 3, A 36, a 68, then Mac Roman's upper half, then these 32.
+# Producers that turned TrueType fonts into Type 1 or Type 3 (Ghostscript-based printers, Distiller, report
+# writers; TeX's bitmap fonts too) may name glyphs by number: "G37", "g0041", "glyph12", "index0x1F", "a65",
+# "32". The number is the glyph's code (as pdf.js reads Gxx, g00xx and Cdd), or its index in the TrueType
+# font, whose first 258 glyphs most fonts order as the Macintosh standard does: space 3, A 36, a 68, then
+# Mac Roman's upper half, then these 32. A Type 3 font's codes are Latin-1's, and TeX's T1 encoding's below 32.
+TYPE3_CODES = {**{code: chr(code) for code in range(32, 256) if code != 127}, **TEX_T1}
 MAC_GLYPHS_LAST = "ŁłŠšŽž¦ÐðÝýÞþ−×¹²³½¼¾₣ĞğİŞşĆćČčđ"
 
 
@@ -6232,8 +6231,8 @@ def numbered_glyphs(names, base):
     """Return code -> text of the glyphs named by number ({code: name}); {} unless most names are so.
     Which reading a font uses its names tell together: the number is the code where it mostly equals
     it; else the reading (a code or a Macintosh index, decimal or hex) that gives the most letters."""
-    numbered = {code: found.groups() for code, name in names.items()
-                for found in [re.fullmatch(r"([A-Za-z]{1,5}?)(0x)?([0-9A-Fa-f]{1,5})", name)] if found}
+    numbered = {code: found.groups() for code, name in names.items()  # letters, then the number from a digit on
+                for found in [re.fullmatch(r"([A-Za-z]{0,5})(0x)?(\d[0-9A-Fa-f]{0,4})", name)] if found}
     if len(numbered) < max(1, len(names) / 2):
         return {}
     readings = {}

@@ -4757,8 +4757,15 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual(pages, ["Hi"])
         self.assertIn("Symbol", warned)
 
-    def test_numbered_glyphs_of_tex_type3_fonts(self):
-        self.assertEqual([rag.glyph_text(g, True) for g in ("a97", "a28", "a21")], ["a", "fi", "–"])
+    def test_numbered_glyphs_of_tex_and_report_writers_type3_fonts(self):
+        """TeX's bitmap fonts name glyphs "a" and their code (below 32: TeX's T1 ligatures and dashes);
+        report writers by the code alone ("32"), or in hex ("C2c"); all by code, as most names say."""
+        self.assertEqual(rag.numbered_glyphs({97: "a97", 28: "a28", 21: "a21", 65: "a65"}, rag.TYPE3_CODES),
+                         {97: "a", 28: "fi", 21: "–", 65: "A"})
+        self.assertEqual(rag.numbered_glyphs({32: "32", 46: "46", 68: "68"}, rag.TYPE3_CODES), {32: " ", 46: ".", 68: "D"})
+        self.assertEqual(rag.numbered_glyphs({0x20: "C20", 0x2C: "C2c", 0x41: "C41"}, rag.TYPE3_CODES),
+                         {0x20: " ", 0x2C: ",", 0x41: "A"})
+        self.assertEqual(rag.numbered_glyphs({1: "ab", 2: "cd", 3: "x9"}, rag.TYPE3_CODES), {})  # names, not numbers
 
     def test_standard_encoding_has_its_54_glyphs_above_160(self):
         self.assertEqual(len([c for c in rag.base_encoding("StandardEncoding") if c > 160]), 54)
