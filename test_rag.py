@@ -838,6 +838,8 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual([h.chunk.source for h in search(index, "travel per diem")], ["1.txt"])
         self.assertEqual([h.chunk.source for h in search(index, "クロスサイトスクリプティングとは何ですか")][:1], ["2.txt"])
         self.assertEqual([h.chunk.source for h in search(index, "coffee prices")], ["0.txt"])  # the rest is read
+        dotted = "Model" + ". " * 100_000 + "\n" + "." * 100_000 + " 7"  # (each line is looked at once, from its end)
+        self.assertEqual(rag.without_contents(dotted), "Model" + ". " * 100_000)
 
     def test_what_is_kept_for_the_next_questions_is_bounded_and_changes_no_score(self):
         rng = random.Random(3)
