@@ -4889,8 +4889,11 @@ class PdfFontsTest(unittest.TestCase):
                    b"BT /F1 10 Tf 150 700 Td (K2-1901) Tj ET BT /F1 10 Tf 150.5 699.5 Td (K2-1901) Tj ET "  # shadow
                    b"BT /F1 10 Tf 250 700 Td (RR2Y) Tj ET BT 3 Tr /F1 10 Tf 250 700 Td (RR2Y) Tj ET "  # hidden layer
                    b"BT /F1 10 Tf 72 680 Td (O) Tj 0.2 0 Td (O) Tj 5.8 0 Td (k) Tj 0.2 0 Td (k) Tj ET "  # glyph by glyph
-                   b"BT /F1 10 Tf 350 700 Td (Kruger) Tj ET BT /F1 10 Tf 72 660 Td (Kruger Kruger) Tj ET")  # alike
-        self.assertEqual(text_of(one_page(content)), (["Kruger K2-1901 RR2Y\n\nOk\n\nKruger\n\nKruger Kruger"], ""))
+                   b"BT /F1 10 Tf 350 700 Td (Kruger) Tj ET BT /F1 10 Tf 72 660 Td (Kruger Kruger) Tj ET "  # alike
+                   b"BT /F1 10 Tf 72 640 Td (AG1832) Tj ET BT /F1 10 Tf 72 640 Td (AG1832 Z) Tj ET "  # more the 2nd time
+                   b"BT /F1 10 Tf 72 620 Td (O) Tj 6 0 Td (p) Tj ET BT /F1 10 Tf 72 620 Td (Op) Tj (eradoras) Tj ET")
+        self.assertEqual(text_of(one_page(content)), (["Kruger K2-1901 RR2Y\nOk\n\nKruger\n\nKruger Kruger\nAG1832 Z\n"
+                                                       "Operadoras"], ""))
 
     def test_glyph_names_that_tell_nothing_are_said_as_no_unicode_map_never_a_scan(self):
         """A font whose glyph names tell no text (and no ToUnicode map) draws text that cannot be read:
