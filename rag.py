@@ -6531,12 +6531,51 @@ def read_operand(data, m, operands):
         array = TEXT_ARRAY.match(data, m.start(6))  # a quicker way to read TJ's array
         if array:
             pos = array.end()
-            operands.append([hex_string(i[1]) if i.lastindex == 1 else unescape(i[2]) if i.lastindex == 2
-                             else pdf_number(i[3]) for i in TEXT_ARRAY_ITEM.finditer(array[1])])
+            operands.append(KernedText.of(array[1]) or text_array(array[1]))
         else:
             value, pos = pdf_parse(data, m.start(6))
             operands.append(value)
     return pos
+
+
+def text_array(body):
+    """Return the items of a TJ array: strings (bytes) and numbers."""
+    return [hex_string(i[1]) if i.lastindex == 1 else unescape(i[2]) if i.lastindex == 2 else pdf_number(i[3])
+            for i in TEXT_ARRAY_ITEM.finditer(body)]
+
+
+HEX_PART = re.compile(rb"<([0-9A-Fa-f]*)>")
+NUMBER_PART = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)")
+
+
+@dataclass(frozen=True)
+class KernedText:
+    """A TJ array as LibreOffice and others write every line: hex strings with a small kern between each
+    pair ([<0102>-3<0304>2<05>]). Read item by item, a line costs a call per glyph pair; read as one string
+    and the kerns' sums, one call. (Where a kern is as wide as a space, text_pieces reads the items.)"""
+    data: bytes         # the strings joined
+    lead: float         # the numbers before the first string, after the last, and between (their sum;
+    trail: float        # the least and the most of those between)
+    inner: float
+    least: float
+    most: float
+    pairs: bool         # every string is of whole 2-byte codes
+    body: bytes         # the array as written
+
+    @staticmethod
+    def of(body):
+        """Return the KernedText of a TJ array's body, or None when it is not hex strings and numbers."""
+        first, last = body.find(b"<"), body.rfind(b">")
+        if first < 0 or b"(" in body:
+            return None
+        hexes = HEX_PART.findall(body, first, last + 1)
+        between = HEX_PART.sub(b" ", body[first:last + 1])
+        if any(len(h) % 2 for h in hexes) or between.count(b"<") or between.strip(b" \t\r\n0123456789.+-"):
+            return None  # (odd digits, white space inside a string: item by item)
+        inner = [float(n) for n in NUMBER_PART.findall(between)]
+        return KernedText(bytes.fromhex(b"".join(hexes).decode()), sum(map(float, NUMBER_PART.findall(body[:first]))),
+                          sum(map(float, NUMBER_PART.findall(body[last + 1:]))), sum(inner), min(inner, default=0.0),
+                          max(inner, default=0.0), all(len(h) % 4 == 0 for h in hexes), body)
 
 
 # The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
@@ -6585,6 +6624,14 @@ def text_pieces(state, items):
     # Down the page, character and word spacing (up, when positive) shorten the step, and a number moves on
     # (ISO 32000-1 9.4.4: ty = (w1 - Tj / 1000) * Tfs + Tc + Tw, w1 an em down)
     scale, back = (1.0, -1) if font.vertical else (scale, 1)
+    if isinstance(items, KernedText):  # one string, unless a kern between two is a space, or codes may straddle
+        widest = -back * (items.least if back == 1 else items.most) / 1000 * scale
+        if widest > PDF_WORD_GAP or font.code_bytes not in (1, 2) or (font.code_bytes == 2 and not items.pairs):
+            return text_pieces(state, text_array(items.body))
+        text, width, codes, spaces = show_codes(font, items.data)
+        width, start = codes if font.vertical else width, -back * items.lead / 1000 * size * scale
+        end = start + (width * size + back * (char_space * codes + word_space * spaces) - back * items.inner / 1000 * size) * scale
+        return [[start, end, [text]]], end - back * items.trail / 1000 * size * scale
     for item in items:
         if isinstance(item, bytes):
             text, width, codes, spaces = show_codes(font, item)
