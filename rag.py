@@ -5283,6 +5283,7 @@ PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a 
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
 PDF_OVERDRAW = 0.1              # the same text drawn again this many font sizes on is drawn once (poppler's)
+PDF_OVERDRAWN = 8               # texts kept of one place to look for copies in (a report draws a field 2-4 times)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
 PDF_COLUMN_GAP = 2.0            # a gap this many font sizes wide inside a line may be a column gutter,
 PDF_COLUMN_WIDTH = 10.0         # between text this many font sizes wide on both sides (not table cells)
@@ -6855,7 +6856,9 @@ def drawn_once(spans):
                 break
             text, start = text[len(under[2]):], under[3]  # (what is left starts where that one ended)
         if text:
-            seen.setdefault((near, round(start / near / 2), round(across / near / 2)), []).append((start, across, text, end))
+            drawn = seen.setdefault((near, round(start / near / 2), round(across / near / 2)), [])
+            if len(drawn) < PDF_OVERDRAWN:  # (a hostile page draws 100,000 texts in one place: each looks at 8)
+                drawn.append((start, across, text, end))
             kept.append((start, end, across, size, text) + tuple(span[5:]))
     return kept
 
