@@ -5128,6 +5128,13 @@ class PdfTextTest(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 
 class PdfHostileFilesTest(unittest.TestCase):
+
+    def test_many_texts_drawn_in_one_place_are_each_compared_with_a_few(self):
+        """20,000 different words drawn at one place: each is kept (none is a copy), and each is looked at
+        against the first PDF_OVERDRAWN drawn there, not against all before it (quadratic: minutes)."""
+        words = [f"w{n}x" for n in range(20_000)]
+        kept = rag.drawn_once([(100.0, 110.0, -700.0, 10.0, word) for word in words])
+        self.assertEqual([span[4] for span in kept], words)
     def assert_skipped(self, data, message):
         with self.assertRaises(rag.RagError) as caught:
             quiet_pages(data)
