@@ -6231,7 +6231,8 @@ def mac_glyph_text(index):
 def numbered_glyphs(names, base):
     """Return code -> text of the glyphs named by number ({code: name}); {} unless most names are so.
     Which reading a font uses its names tell together: the number is the code where it mostly equals
-    it; else the reading (a code or a Macintosh index, decimal or hex) that gives the most letters."""
+    it; else the reading (a code or a Macintosh index, decimal or hex) that gives the most letters, if
+    it gives letters mostly (glyph numbers of a font in its own order read as junk either way)."""
     numbered = {code: found.groups() for code, name in names.items()  # letters, then the number from a digit on
                 for found in [re.fullmatch(r"([A-Za-z]{0,5})(0x)?(\d[0-9A-Fa-f]{0,4})", name)] if found}
     if len(numbered) < max(1, len(names) / 2):
@@ -6247,8 +6248,9 @@ def numbered_glyphs(names, base):
             return as_code  # the names repeat the codes
         readings[radix, "code"] = as_code
         readings[radix, "mac"] = {code: mac_glyph_text(n) for code, n in numbers.items()}
-    letters = lambda table: sum(2 if t.islower() else 1 for t in table.values() if t.isalnum())  # noqa: E731
-    return max(readings.values(), key=letters, default={})
+    letters = lambda table: sum(2 if t.islower() else 1 for t in table.values() if t.isascii() and t.isalnum())  # noqa: E731
+    best = max(readings.values(), key=letters, default={})
+    return best if letters(best) >= len(best) / 2 else {}  # (mostly signs: the numbers are the font's own)
 
 
 # A CFF font program (a "Type 1C" font, FontFile3) is a binary file of INDEXes (counted lists of byte

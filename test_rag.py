@@ -4768,6 +4768,9 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual(rag.numbered_glyphs({0x20: "C20", 0x2C: "C2c", 0x41: "C41"}, rag.TYPE3_CODES),
                          {0x20: " ", 0x2C: ",", 0x41: "A"})
         self.assertEqual(rag.numbered_glyphs({1: "ab", 2: "cd", 3: "x9"}, rag.TYPE3_CODES), {})  # names, not numbers
+        # a font's glyphs in its own order (Cambria's g484): no reading gives letters, so none is taken
+        self.assertEqual(rag.numbered_glyphs({33: "g180", 34: "g181", 35: "g183", 36: "g484", 37: "g523"},
+                                             rag.base_encoding("WinAnsiEncoding")), {})
 
     def test_standard_encoding_has_its_54_glyphs_above_160(self):
         self.assertEqual(len([c for c in rag.base_encoding("StandardEncoding") if c > 160]), 54)
