@@ -3152,7 +3152,7 @@ def prompt_loop(prompt):
     except Exception:  # none, or an old Windows pyreadline that fails on import
         pass
     typed = "".join(f", {says}" for _, says in TYPED.values())
-    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and in Japan?\", {NEW_TOPIC} "
+    print(f"Ask a question about the documents; a follow-up may say \"it\" or \"and the other one?\", {NEW_TOPIC} "
           f"starts a new topic{typed} (an empty line, quit or Ctrl-D stops).", file=sys.stderr)
     while True:
         try:
@@ -8637,7 +8637,7 @@ PAGE = """<!doctype html>
 <p class="quiet"><label><input type="checkbox" id="rerank"> Rerank the passages with the model (slower)</label></p><p id="kinds" class="kinds"></p>
 <ul id="tree" class="tree"></ul></section>
 <main><div id="thread" aria-live="polite"><p id="intro" class="quiet">Ask a question about the documents: the answer
-cites the passages it comes from, and a follow-up can say "it" or "and in Japan?". <b>Search only</b> lists the
+cites the passages it comes from, and a follow-up can say "it" or "and the other one?". <b>Search only</b> lists the
 passages without asking the model.</p></div>
 <form id="ask" role="search" autocomplete="off"><p id="within" class="within" hidden></p>
 <label for="q" class="hidden">Question</label>
