@@ -8306,8 +8306,9 @@ def model_note(config):
 
 
 def route_status(handler, site, params):
-    """GET /api/status: what is served: how many documents and chunks, the mode, the model (and a note when
-    the server lacks it), the last re-read; while the documents are first read, how far that has come."""
+    """GET /api/status: what is served: how many documents (and files, as --list counts them) and chunks, the
+    mode, the model (and a note when the server lacks it), the last re-read; while the documents are first
+    read, how far that has come."""
     try:
         snapshot = site.live.current()
     except RagError:  # nothing read yet
@@ -8315,7 +8316,8 @@ def route_status(handler, site, params):
     reading = snapshot.reading and dict(vars(snapshot.reading), line=progress_line(snapshot.reading))
     if time.monotonic() - site.model_checked[0] > RELOAD_SECONDS:  # (not at every look of a page still reading)
         site.model_checked = (time.monotonic(), model_note(site.config))
-    send(handler, 200, {"documents": len(snapshot.index.sources()), "chunks": snapshot.index.size,
+    files = snapshot.index.rows("SELECT count(*) FROM files")[0][0] + len(snapshot.index.others)  # (as --list counts)
+    send(handler, 200, {"documents": len(snapshot.index.sources()), "files": files, "chunks": snapshot.index.size,
                         "mode": snapshot.mode, "model": site.config.model, "model_note": site.model_checked[1],
                         "generation": snapshot.generation, "rerank": bool(site.config.rerank),
                         "note": snapshot.note, "reading": reading, "version": VERSION})
@@ -9300,7 +9302,9 @@ async function about() {  // what is served; while the documents are first read,
         + (status.chunks ? `questions use the ${status.documents} read so far` : 'questions are answered when it is done');
       setTimeout(about, 1000);
     } else {
-      $('about').textContent = `${count(status.documents, 'document')}, ${count(status.chunks, 'passage')} · `
+      const without = status.files - status.documents;  // files of other kinds, scans, empty ones: as --list says
+      $('about').textContent = `${count(status.documents, 'document')}${without > 0 ? ` (of ${status.files} files: `
+        + `${without} without text)` : ''}, ${count(status.chunks, 'passage')} · `
         + `${status.mode} search · ${status.model}`;
       if (status.model_note) $('about').after(el('p', 'warnings', status.model_note));
     }

@@ -6503,7 +6503,7 @@ class PageFirstReadingTest(ServerCase):
         self.go.release()
         reading.join(10)
         status = self.status()
-        self.assertEqual((status["reading"], status["documents"], status["chunks"]), (None, 3, 3))
+        self.assertEqual((status["reading"], status["documents"], status["files"], status["chunks"]), (None, 3, 3, 3))
         self.assertEqual(len(json.loads(self.request("GET", "/api/search?q=code")[2])["hits"]), 3)
 
     def test_an_index_in_memory_is_searched_when_the_reading_is_done(self):

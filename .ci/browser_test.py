@@ -284,6 +284,8 @@ def main(shots):
             wait.until(lambda d: "vpn.md" in tree.text and "handbook.txt" in tree.text)
             check("a file without text says why", "scan.pdf no text" in tree.text and "no text layer (a scan?): OCR it" in tree.text)
             check("a file read says how much of it", "handbook.txt 690 lines · changed" in tree.text)
+            check("the header counts the files as the panel (and --list) does",
+                  "3 documents (of 4 files: 1 without text)" in driver.find_element(By.ID, "about").text)
             driver.find_element(By.CSS_SELECTOR, "#tree input[data-term='/hr']").send_keys(Keys.SPACE)
             wait.until(lambda d: not d.find_element(By.ID, "within").get_attribute("hidden"))
             check("a ticked folder is said above the question and kept in the address",
