@@ -1336,8 +1336,10 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
                     add_part(index, part)
             kept += part.batch_size
     except KeyboardInterrupt:  # Ctrl-C: what is kept is said, so that nobody starts again from nothing
-        progress(None) if progress else None
-        raise RagError(f"stopped: {kept:,} of {counted(totals[0], 'file')} read and kept; the next run reads the rest", 130) from None
+        if progress:
+            progress(None)
+        raise RagError(f"stopped: {kept:,} of {counted(totals[0], 'file')} read and kept; the next run reads "
+                       "the rest", 130) from None
     finally:
         parts.close()  # (a worker process is handed no more batches)
     tell([totals[0], pages[0], totals[1]], done=True)
@@ -6237,7 +6239,7 @@ def numbered_glyphs(names, base):
                 for found in [re.fullmatch(r"([A-Za-z]{0,5})(0x)?(\d[0-9A-Fa-f]{0,4})", name)] if found}
     if len(numbered) < max(1, len(names) / 2):
         return {}
-    readings = {}
+    readings = []  # (a code, a Macintosh index) in decimal, then in hex
     for radix in (10, 16):
         numbers = {code: int(digits, radix) for code, (_, hexed, digits) in numbered.items()
                    if radix == 16 or digits.isdigit() and not hexed}  # ("0x1F" and "3F" only in hex)
@@ -6246,10 +6248,9 @@ def numbered_glyphs(names, base):
         as_code = {code: base.get(n, "") for code, n in numbers.items() if n < 256}
         if sum(code == n for code, n in numbers.items()) > len(numbers) / 2:
             return as_code  # the names repeat the codes
-        readings[radix, "code"] = as_code
-        readings[radix, "mac"] = {code: mac_glyph_text(n) for code, n in numbers.items()}
+        readings += [as_code, {code: mac_glyph_text(n) for code, n in numbers.items()}]
     letters = lambda table: sum(2 if t.islower() else 1 for t in table.values() if t.isascii() and t.isalnum())  # noqa: E731
-    best = max(readings.values(), key=letters, default={})
+    best = max(readings, key=letters, default={})
     return best if letters(best) >= len(best) / 2 else {}  # (mostly signs: the numbers are the font's own)
 
 
@@ -7572,9 +7573,9 @@ def read_xlsx(data, path):
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
-    sheets = [(sheet.get("name", ""), xlsx_rows(part, linked[sheet.get(R + "id")][1], shared, dates, epoch),
-               xlsx_drawings(part, linked[sheet.get(R + "id")][1]))
-              for sheet in book.iter(S + "sheet") if linked.get(sheet.get(R + "id"), ("",))[0] == "worksheet"]
+    sheets = [(sheet.get("name", ""), xlsx_rows(part, name, shared, dates, epoch), xlsx_drawings(part, name))
+              for sheet in book.iter(S + "sheet") for kind, name in [linked.get(sheet.get(R + "id"), ("", ""))]
+              if kind == "worksheet"]
     return sheet_pages(sheets, path)
 
 
