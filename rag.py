@@ -6106,6 +6106,36 @@ def code_text(codec, string):
     return string.decode(codec, "replace").replace("\ufffd", NO_TEXT)
 
 
+def composite_font(pdf, font, text):
+    """Return how a composite (Type0) font cuts its codes, and their text, widths, default width,
+    direction and national codec, from its CMap, its descendant CIDFont and its collection."""
+    get, codec = pdf.get, ""
+    descendant = get((get(font.get("DescendantFonts")) or [None])[0])
+    descendant = descendant if isinstance(descendant, dict) else {}
+    encoding = get(font.get("Encoding"))  # a CMap: how to cut codes, and each one's glyph (CID);
+    ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
+    vertical = re.fullmatch(r"(.+-)?V", str(encoding)) is not None  # Identity-V, UniJIS-UTF16-V, V: vertical
+    if isinstance(encoding, Stream):
+        cmap = pdf.decode(encoding)
+        ranges, cids = parse_cmap(pdf, cmap)
+        code = re.sub(rb"%[^\r\n]*", b"", cmap)  # (not in a comment)
+        vertical = get(encoding.info.get("WMode")) == 1 or re.search(rb"/WMode\s+1\b|/(\S+-)?V\s+usecmap", code) is not None
+    widths = cid_widths(pdf, get(descendant.get("W")) or [])
+    if cids:
+        widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
+    default = float(get(descendant.get("DW", 1000))) / 1000
+    named = named_cmap(encoding) if isinstance(encoding, str) else None
+    system = get(descendant.get("CIDSystemInfo"))
+    ordering = get(system.get("Ordering")) if isinstance(system, dict) else None  # (a string)
+    ordering = ordering.decode("latin-1") if isinstance(ordering, bytes) else ordering
+    if named:  # codes of a national encoding: with no ToUnicode map, they are read as such text
+        ranges, codec = named[0], "" if text else named[1]
+        widths = dict.fromkeys(range(256), 0.5) if ranges[0][0] == 1 else {}  # a 1-byte code: half width
+    elif not text and ordering in CID_TABLES and (cids or encoding in (None, "Identity-H", "Identity-V")):
+        collection = cid_text(ordering)  # the codes are CIDs of an Adobe collection, or map to them
+        text = {code: collection[cid] for code, cid in cids.items() if cid in collection} if cids else collection
+    return ranges, text, widths, default, vertical, codec
+
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
     get = pdf.get
@@ -6113,30 +6143,7 @@ def load_font(pdf, font):
     ranges, text = parse_cmap(pdf, pdf.decode(to_unicode)) if isinstance(to_unicode, Stream) else ((), {})
     text = {code: t for code, t in text.items() if isinstance(t, str)}
     if kind == "Type0":
-        descendant = get((get(font.get("DescendantFonts")) or [None])[0])
-        descendant = descendant if isinstance(descendant, dict) else {}
-        encoding = get(font.get("Encoding"))  # a CMap: how to cut codes, and each one's glyph (CID);
-        ranges, cids = ((2, 0, 0xFFFF),), {}  # Identity-H and the others named: 2 bytes, CID = code
-        vertical = re.fullmatch(r"(.+-)?V", str(encoding)) is not None  # Identity-V, UniJIS-UTF16-V, V: vertical
-        if isinstance(encoding, Stream):
-            cmap = pdf.decode(encoding)
-            ranges, cids = parse_cmap(pdf, cmap)
-            code = re.sub(rb"%[^\r\n]*", b"", cmap)  # (not in a comment)
-            vertical = get(encoding.info.get("WMode")) == 1 or re.search(rb"/WMode\s+1\b|/(\S+-)?V\s+usecmap", code) is not None
-        widths = cid_widths(pdf, get(descendant.get("W")) or [])
-        if cids:
-            widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
-        default = float(get(descendant.get("DW", 1000))) / 1000
-        named = named_cmap(encoding) if isinstance(encoding, str) else None
-        system = get(descendant.get("CIDSystemInfo"))
-        ordering = get(system.get("Ordering")) if isinstance(system, dict) else None  # (a string)
-        ordering = ordering.decode("latin-1") if isinstance(ordering, bytes) else ordering
-        if named:  # codes of a national encoding: with no ToUnicode map, they are read as such text
-            ranges, codec = named[0], "" if text else named[1]
-            widths = dict.fromkeys(range(256), 0.5) if ranges[0][0] == 1 else {}  # a 1-byte code: half width
-        elif not text and ordering in CID_TABLES and (cids or encoding in (None, "Identity-H", "Identity-V")):
-            collection = cid_text(ordering)  # the codes are CIDs of an Adobe collection, or map to them
-            text = {code: collection[cid] for code, cid in cids.items() if cid in collection} if cids else collection
+        ranges, text, widths, default, vertical, codec = composite_font(pdf, font, text)
     else:
         vertical = False
         ranges, matrix = ((1, 0, 255),), get(font.get("FontMatrix")) if kind == "Type3" else None
@@ -6947,6 +6954,18 @@ def pdf_paragraphs(lines):
 # The reader: a PDF file -> the text of each page.
 # ---------------------------------------------------------------------------------------------------
 
+def draw_page(pdf, page, resources, drawn):
+    """Run a page's content streams and its annotations' appearances, adding what they draw to drawn."""
+    refs = page.get("Contents")
+    contents = pdf.get(refs)
+    streams = [pdf.get(s) for s in (contents if isinstance(contents, list) else [contents])]
+    content = b"\n".join(pdf.decode(s) for s in streams if isinstance(s, Stream))
+    for ref in [refs] + (contents if isinstance(contents, list) else []):  # read once: not kept, so a
+        if isinstance(ref, Ref):                                            # file's pages are not all
+            pdf.cache.pop(ref.num, None)                                    # held at once
+    run_content(pdf, content, resources, (IDENTITY, None, 0, 0, 0, 1, 0), drawn)
+    draw_annotations(pdf, page, drawn)
+
 def pdf_pages(data, path):
     """Return the text of each page of a PDF in page order ("" for a page without text). Raise
     RagError when the file has to be skipped; warn once about pages or fonts whose text is missing."""
@@ -6963,15 +6982,7 @@ def pdf_pages(data, path):
                 skipped.append((number, ""))
                 continue
             try:
-                refs = page.get("Contents")
-                contents = pdf.get(refs)
-                streams = [pdf.get(s) for s in (contents if isinstance(contents, list) else [contents])]
-                content = b"\n".join(pdf.decode(s) for s in streams if isinstance(s, Stream))
-                for ref in [refs] + (contents if isinstance(contents, list) else []):  # read once: not kept, so a
-                    if isinstance(ref, Ref):                                            # file's pages are not all
-                        pdf.cache.pop(ref.num, None)                                    # held at once
-                run_content(pdf, content, resources, (IDENTITY, None, 0, 0, 0, 1, 0), drawn)
-                draw_annotations(pdf, page, drawn)
+                draw_page(pdf, page, resources, drawn)
             except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
                 broken.append(number)  # the text before the damage is kept
             except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
