@@ -1125,9 +1125,9 @@ class Index:
 
 def summed(postings, size):
     """Return each chunk's score, the sum of its weights in the postings [(numbers, weights, boost)] times
-    their boosts: in a dict of the chunks found when the postings are fewer than the chunks, else in a list
+    their boosts: in a dict of the chunks found when the postings are under half the chunks, else in a list
     by chunk number, 0.0 for those not found (a dict costs more a posting, a list a look at every chunk)."""
-    if sum(len(numbers) for numbers, _, _ in postings) > size:
+    if 2 * sum(len(numbers) for numbers, _, _ in postings) > size:
         scores = [0.0] * size
         for numbers, weights, boost in postings:
             if boost == 1.0:  # (a question's own token: no multiplication to pay)
@@ -1151,7 +1151,7 @@ def best_of(scores, k):
     finds that score among the bare scores, and the chunks that reach it are sorted stably in chunk order."""
     if isinstance(scores, list):  # by chunk number: the chunks found are those with a score (all are above 0)
         numbers, values = range(len(scores)), scores
-        best_scores = heapq.nlargest(k, itertools.compress(scores, scores))
+        best_scores = [score for score in heapq.nlargest(k, scores) if score]  # (a filter first costs more)
     else:
         numbers, values = scores, scores.values()
         best_scores = heapq.nlargest(k, values)
