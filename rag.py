@@ -298,11 +298,11 @@ class Answer:
     check: tuple = ()               # the evidence for each of its sentences (Appendix: answers you can check)
 
 
-# Where the appendices change a step of the pipeline, by name: each holds the core's own plain way, set in
-# its section, until an appendix puts its own there. (The readers, the kinds of server and the commands
-# have dicts of their own.)
+# Where the appendices change a step of the pipeline, by name: each holds the core's own plain way until an
+# appendix puts its own there. (The readers, the kinds of server and the commands have dicts of their own.)
 HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index (Appendix: one run reads at a time)
-         "indexed": lambda text: text}  # what the index reads of a chunk's text (Appendix: contents pages)
+         "indexed": lambda text: text,  # what the index reads of a chunk's text (Appendix: contents pages)
+         "found": lambda index, said, read: [warn(line) for line in said]}  # what was found (Appendix: a warm run)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -331,9 +331,9 @@ def no_text_found(paths, files):
     return f"no documents in {where}: rag.py reads the files named " + " ".join(f"*{suffix}" for suffix in READERS)
 
 
-def find_files(paths, others=None):
+def find_files(paths, others=None, tell=warn):
     """Return the files to read under the given files and folders, each once, in a stable order; the
-    files of other types are counted in one warning (and added to the list others, if given, as (path,
+    files of other types are counted in one line told (and added to the list others, if given, as (path,
     source)). A file's source is its path from the folder named; with several named, from that folder's
     own name too, so two files never share a source."""
     found, other_types, seen = [], Counter(), set()
@@ -360,7 +360,7 @@ def find_files(paths, others=None):
                 found.append(File(file, source.replace(os.sep, "/"), reader, identity))
     if other_types:
         kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other_types.items()))
-        warn(f"skipped {counted(sum(other_types.values()), 'file')} of other types ({kinds})")
+        tell(f"skipped {counted(sum(other_types.values()), 'file')} of other types ({kinds})")
     return found
 
 
@@ -2989,8 +2989,7 @@ def server_from(host, api):
 #   add(parser): add the option (and those that go with it)
 #   check(args): raise a RagError when the arguments do not go together, before any file is read
 #   run(args, config) -> exit code: another way to run, instead of answering questions (--serve, --list)
-#   ask(index, question, config, embeddings, args, earlier) -> the Answer: another way to take each
-#       question, printed (--explain)
+#   ask(index, question, config, embeddings, args, earlier) -> the Answer: another way to take each question (--explain)
 OPTIONS = {}
 # What a line typed at the prompt may start with, besides a question (the appendices add them): a word ->
 # (run(index, config, line) -> the config for the next questions, what it does, as the prompt says it).
@@ -3083,11 +3082,12 @@ def positive_seconds(text):
 def build_index(config, progress=None, empty=False):
     """Return the index of the documents, up to date, in the cache folder or in memory (progress: as
     update_index's). One with no text is a RagError, unless empty says it will do (--list shows why)."""
-    others = []
-    files = find_files(config.docs, others)
+    others, said = [], []
+    files = find_files(config.docs, others, said.append)
     index = open_index(index_path(config.cache, config.docs)) if config.cache else Index()
     with HOOKS["writing"](index):  # (a second run on these documents waits here: Appendix: one run reads)
         read = update_index(index, files, config.max_file_bytes, progress)
+        HOOKS["found"](index, said, read)  # what was found is said (Appendix: a warm run is quiet)
     index.others = others
     index.db.execute("BEGIN")  # one moment of the database for the rest of the run (WAL keeps it, however
     index.read_lengths()       # others update it): what the lengths say, the postings and chunks say too
@@ -4935,6 +4935,41 @@ def lock_file(handle):
 
 
 HOOKS["writing"] = one_reader
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: a warm run is quiet. What a run learns of the files is said when it learns it, once: the files
+# of other types are said again only when they change, and a first reading of many files ends with one
+# line of what came of them (scans, fonts without text), for --list to say which. Adds HOOKS["found"].
+# ---------------------------------------------------------------------------------------------------
+
+def said_once(index, said, read):
+    """Warn the lines said of the files found that the last run did not say (kept in the index); after
+    a first reading of the documents, say what came of them in one line, when several lost text."""
+    before = first_row(index.db, "SELECT value FROM meta WHERE key = 'said'")
+    for line in said:
+        if before is None or line not in json.loads(before[0]):
+            warn(line)
+    if before is None or before[0] != json.dumps(said):
+        with transaction(index.db, index.path):
+            index.db.execute("INSERT OR REPLACE INTO meta VALUES ('said', ?)", (json.dumps(said),))
+    notes = [note for note, in index.rows("SELECT note FROM files")]
+    if read == len(notes) and sum(map(bool, notes)) > 1:  # this run read every file, and said several
+        say(f"rag.py: {first_reading(notes)}")             # lines of them: the sum of those lines
+
+
+def first_reading(notes):
+    """Return the line that ends a first reading: how many files were read, and what lost text, by kind."""
+    kinds = Counter()
+    for note in filter(None, notes):
+        kinds["not read" if re.search(r"^(rag\.py: )?(warning: )?skipped ", note, re.M) else
+              "with pages of no text (scans?)" if "OCR" in note else
+              "with text in fonts that have no Unicode map" if "Unicode map" in note else "with a part not read"] += 1
+    told = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+    return f"{counted(len(notes), 'file')} read: {told}; --list says which"
+
+
+HOOKS["found"] = said_once
 
 
 # ---------------------------------------------------------------------------------------------------

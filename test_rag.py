@@ -1198,6 +1198,36 @@ class OneReaderTest(TempFolder):
         self.assertEqual(first.db.execute("SELECT * FROM files").fetchall(), read)  # not read again
 
 
+class QuietWarmRunTest(TempFolder):
+
+    def test_a_warm_run_says_nothing_unless_something_new_happened(self):
+        """The tenth run on a folder said "skipped 2 files of other types" as the first did: said again only
+        when they change. A first reading that lost text of several files ends with one line of them."""
+        self.write("docs/notes.md", "The per diem is EUR 70.")
+        self.write("docs/run.log", "drained")
+        self.write("docs/broken.pdf", "not a PDF at all")
+        self.write("docs/binary.txt", b"abc\x00def")
+        run = ["--docs", os.path.join(self.folder, "docs"), "--cache", os.path.join(self.folder, "cache"), "--search", "per diem"]
+        code, out, err = run_main(run)
+        self.assertEqual(code, 0)
+        self.assertEqual(err.splitlines()[2:], ["rag.py: warning: skipped 1 file of other types (.log 1)",
+                                                "rag.py: 3 files read: 2 not read; --list says which"])
+        self.assertEqual(run_main(run), (0, out, ""))  # warm: nothing to say
+        self.write("docs/photo.png", b"\x89PNG")
+        self.assertEqual(run_main(run)[2], "rag.py: warning: skipped 2 files of other types (.log 1, .png 1)\n")
+        self.write("docs/more.md", "The mileage rate is EUR 0.30.")  # one file more: no summary of the others
+        self.assertEqual(run_main(run)[2], "")
+
+    def test_the_line_of_a_first_reading_counts_each_kind_of_loss(self):
+        notes = ["", "rag.py: warning: skipped /d/a.pdf: no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf",
+                 "rag.py: warning: /d/b.pdf: p. 16 has no text: OCR it first",
+                 "rag.py: warning: /d/c.pdf: the text in font F1 has no Unicode map: it is left out",
+                 "rag.py: warning: /d/e.pdf: the text in font F2 has no Unicode map: it is left out",
+                 "rag.py: warning: /d/f.xlsx: sheet 2 skipped: over 100 MB of text (a hostile file?)"]
+        self.assertEqual(rag.first_reading(notes), "6 files read: 2 with text in fonts that have no Unicode map, 1 not "
+                                                   "read, 1 with pages of no text (scans?), 1 with a part not read; --list says which")
+
+
 class WorkersTest(TempFolder):
     """A big folder is read by worker processes, one per core: the index is the one a single process makes."""
 
