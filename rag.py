@@ -302,7 +302,8 @@ class Answer:
 # appendix puts its own there. (The readers, the kinds of server and the commands have dicts of their own.)
 HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index (Appendix: one run reads at a time)
          "indexed": lambda text: text,  # what the index reads of a chunk's text (Appendix: contents pages)
-         "found": lambda index, said, read: [warn(line) for line in said]}  # what was found (Appendix: a warm run)
+         "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
+         "told": lambda db, key, lines: [warn(line) for line in lines]}  # what a run learns (the same appendix)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -693,7 +694,6 @@ def place(chunk):
 
 def also_in(hit, most=3):
     """Return where else a hit's text is (its copies), naming the first few places.
-
     Example: "also in b.pdf p. 2, c/a.md:1-3 and 2 more"
     """
     more = len(hit.copies) + hit.more_copies - most
@@ -2072,7 +2072,7 @@ def use_embeddings(index, config, cache=None, progress=None):
     except RagError as e:
         if config.mode == "embedding":
             raise
-        warn(f"searching by words only: {e}" if auto else f"searching by words only: no embeddings ({e})")
+        HOOKS["told"](cache.db, "embedding", ["searching by words only: " + (f"{e}" if auto else f"no embeddings ({e})")])
         return None, "lexical"
 
 
@@ -4938,21 +4938,29 @@ HOOKS["writing"] = one_reader
 
 
 # ---------------------------------------------------------------------------------------------------
-# Appendix: a warm run is quiet. What a run learns of the files is said when it learns it, once: the files
-# of other types are said again only when they change, and a first reading of many files ends with one
-# line of what came of them (scans, fonts without text), for --list to say which. Adds HOOKS["found"].
+# Appendix: a warm run is quiet. What a run learns is said when it learns it, once: the files of other
+# types, or why the search is by words only (the chunks not embedded yet, the server), are said again only
+# when that changes; a first reading of many files ends with one line of what came of them (scans, fonts
+# without text), for --list to say which. Adds HOOKS["found"] and HOOKS["told"].
 # ---------------------------------------------------------------------------------------------------
 
-def said_once(index, said, read):
-    """Warn the lines said of the files found that the last run did not say (kept in the index); after
-    a first reading of the documents, say what came of them in one line, when several lost text."""
-    before = first_row(index.db, "SELECT value FROM meta WHERE key = 'said'")
-    for line in said:
+def told_once(db, key, lines):
+    """Warn the lines that the last run did not tell under this key (kept in the index's database)."""
+    before = first_row(db, "SELECT value FROM meta WHERE key = ?", ("told " + key,))
+    for line in lines:
         if before is None or line not in json.loads(before[0]):
             warn(line)
-    if before is None or before[0] != json.dumps(said):
-        with transaction(index.db, index.path):
-            index.db.execute("INSERT OR REPLACE INTO meta VALUES ('said', ?)", (json.dumps(said),))
+    if before is None or before[0] != json.dumps(lines):
+        try:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", ("told " + key, json.dumps(lines)))
+        except sqlite3.Error:  # (a database that cannot be written now: told again next time)
+            pass
+
+
+def found_once(index, said, read):
+    """Warn the lines said of the files found that the last run did not say; after a first reading of the
+    documents, say what came of them in one line, when several lost text."""
+    told_once(index.db, "files", said)
     notes = [note for note, in index.rows("SELECT note FROM files")]
     if read == len(notes) and sum(map(bool, notes)) > 1:  # this run read every file, and said several
         say(f"rag.py: {first_reading(notes)}")             # lines of them: the sum of those lines
@@ -4969,7 +4977,7 @@ def first_reading(notes):
     return f"{counted(len(notes), 'file')} read: {told}; --list says which"
 
 
-HOOKS["found"] = said_once
+HOOKS["found"], HOOKS["told"] = found_once, told_once
 
 
 # ---------------------------------------------------------------------------------------------------
