@@ -5792,7 +5792,7 @@ class PdfFile:
     def __init__(self, data):
         self.data, self.deadline, self.inflate_left = data, time.monotonic() + PDF_MAX_SECONDS, PDF_MAX_INFLATED
         self.seconds, self.inflated = PDF_MAX_SECONDS, PDF_MAX_INFLATED  # the budgets, as they grow with the pages
-        self.cache, self.loading, self.object_streams, self.fonts = {}, set(), {}, {}
+        self.cache, self.loading, self.object_streams, self.fonts, self.page_numbers = {}, set(), {}, {}, {}
         self.decrypt, self.rebuilt = None, False
         try:
             self.entries, self.trailer = read_xref(self)
@@ -7050,7 +7050,7 @@ def pdf_pages(data, path):
     problems = missing_text(scans, broken, unmapped) + skipped_pages(skipped)
     if problems:
         warn(f"{path}: " + "; ".join(problems))
-    return texts
+    return with_outline(texts, outline(pdf))
 
 
 def skipped_pages(skipped):
@@ -7133,9 +7133,124 @@ def page_list(pdf):
         if isinstance(kids, list) and node.get("Type") != "Page":
             todo += [(kid, resources) for kid in reversed(kids)]
         elif node.get("Type") == "Page" or "Contents" in node:
+            if isinstance(ref, Ref):  # (an outline's destinations name pages by reference)
+                pdf.page_numbers[ref.num] = len(pages)
             pages.append((node, resources))
         pdf.check_time()
     return pages
+
+
+# The outline (the bookmarks a reader shows beside the pages) names the document's chapters and sections,
+# each with the page it starts on: the headings a hit is shown under ("V6 Authentication > V6.2 Passwords"),
+# where the page's own lines cannot say which of its big bold lines is a heading and which a table's row.
+PDF_MAX_OUTLINE = 5000  # bookmarks read of one file (a large manual has some hundreds)
+PDF_DOC_ENCODING = dict(zip(range(0x80, 0xA1), "•†‡…—–ƒ⁄‹›−‰„“”‘’‚™ﬁﬂŁŒŠŸŽıłœšž\ufffd€"))  # where it is not Latin-1
+
+
+def outline(pdf):
+    """Return [(page index, level, title)] of the document's outline, in its order (levels 1-6, deeper
+    ones as 6); [] when it has none or it cannot be read (the pages' text does not depend on it)."""
+    try:
+        root = pdf.get(pdf.trailer.get("Root"))
+        top = pdf.get(root.get("Outlines")) if isinstance(root, dict) else None
+        todo, seen, found = [(top.get("First"), 1)] if isinstance(top, dict) else [], set(), []
+        while todo and len(seen) < PDF_MAX_OUTLINE:
+            ref, level = todo.pop()
+            item = pdf.get(ref)
+            if not isinstance(ref, Ref) or ref.num in seen or not isinstance(item, dict):
+                continue  # (an item met again: a loop in the outline ends)
+            seen.add(ref.num)
+            todo += [(item.get("Next"), level), (item.get("First"), level + 1)]  # its children first
+            page, title = destination_page(pdf, item), pdf.get(item.get("Title"))
+            if page is not None and isinstance(title, bytes):
+                encrypted = pdf.decrypt and isinstance(pdf.entries.get(ref.num), int)  # (not in an object stream)
+                found.append((page, min(level, 6), text_string(pdf.decrypt(ref.num, ref.gen, title) if encrypted else title)))
+        return [(page, level, title) for page, level, title in found if title]
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, RagError, zlib.error):
+        return []
+
+
+def destination_page(pdf, item):
+    """Return the index of the page an outline item goes to (its /Dest, or its GoTo action's), or None."""
+    action = pdf.get(item.get("A"))
+    dest = pdf.get(item.get("Dest") or (action.get("D") if isinstance(action, dict) and action.get("S") == "GoTo" else None))
+    if isinstance(dest, (str, bytes)):  # a named destination: in the catalog's Dests, or its name tree
+        root = pdf.get(pdf.trailer.get("Root"))
+        dests = pdf.get(root.get("Dests"))
+        dest = pdf.get(dests.get(dest)) if isinstance(dests, dict) and isinstance(dest, str) else named(pdf, dest)
+    dest = pdf.get(dest.get("D")) if isinstance(dest, dict) else dest
+    if isinstance(dest, list) and dest:
+        page = dest[0]
+        return pdf.page_numbers.get(page.num) if isinstance(page, Ref) else page if isinstance(page, int) else None
+    return None
+
+
+def named(pdf, name):
+    """Return a destination by its name, from the catalog's name tree of destinations (Names > Dests)."""
+    root = pdf.get(pdf.trailer.get("Root"))
+    names = pdf.get(root.get("Names"))
+    todo, seen = [names.get("Dests")] if isinstance(names, dict) else [], 0
+    while todo and seen < PDF_MAX_OUTLINE:
+        node, seen = pdf.get(todo.pop()), seen + 1
+        if not isinstance(node, dict):
+            continue
+        pairs = pdf.get(node.get("Names")) or []
+        for key, value in zip(pairs[::2], pairs[1::2]):
+            if key == name:
+                return pdf.get(value)
+        todo += pdf.get(node.get("Kids")) or []
+    return None
+
+
+def text_string(raw):
+    """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
+    PDFDocEncoding; "" for one that is not text (control characters, or over 300 characters)."""
+    if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
+        text = raw[2:].decode("utf-16-be" if raw[0] == 0xFE else "utf-16-le", "replace")
+    elif raw[:3] == b"\xef\xbb\xbf":
+        text = raw[3:].decode("utf-8", "replace")
+    else:
+        text = "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
+    text = " ".join(text.split())
+    return "" if len(text) > 300 or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
+
+
+def with_outline(texts, titles):
+    """Return the pages' texts with the outline's titles as Markdown headings ("## Passwords", by level):
+    the lines of the page that say a title (give or take case, spaces, hyphens and a section number)
+    become its heading; a title the page does not say is put after the page's heading before it, or at
+    its top. One title over all the others (the document's) is left out: every hit would repeat it."""
+    if sum(level == 1 for _, level, _ in titles) == 1 and len(titles) > 1 and titles[0][1] == 1:
+        titles = [(page, level - 1, title) for page, level, title in titles[1:]]
+    lines, said, marks = {}, {}, {}  # by page: its lines, where each title is said, the headings placed
+    for page, level, title in titles:
+        if not 0 <= page < len(texts) or not texts[page]:
+            continue
+        if page not in lines:
+            lines[page], said[page] = texts[page].split("\n"), {}
+            for n, span in itertools.product(range(len(lines[page])), (1, 2, 3)):  # a title may wrap
+                if lines[page][n].strip():
+                    said[page].setdefault(bare_title(" ".join(lines[page][n:n + span])), []).append((n, span))
+        placed = marks.setdefault(page, [])
+        start = placed[-1][0] + placed[-1][1] if placed else 0  # (in the outline's order)
+        where = said[page].get(bare_title(title), [])
+        at = bisect.bisect_left(where, (start, 0))
+        at, span = where[at] if at < len(where) else (start, 0)
+        said_so = " ".join(" ".join(lines[page][at:at + span]).split())  # (with the number the title may lack)
+        same = re.sub(r"\W+", "", said_so.lower()) in ("", re.sub(r"\W+", "", title.lower()))
+        placed.append((at, span, "#" * max(level, 1) + " " + (title if same else said_so)))
+    pages = list(texts)
+    for page, placed in marks.items():
+        for at, span, heading in reversed(placed):
+            lines[page][at:at + span] = ["", heading, ""]
+        pages[page] = re.sub(r"\n{3,}", "\n\n", "\n".join(lines[page]).strip("\n"))
+    return pages
+
+
+def bare_title(text):
+    """Return a title as compared: its letters and digits in lower case, without a section number before it."""
+    text = re.sub(r"^\s*(?:(?:[\dIVXivx]+[.)]?)+|(?:chapter|section|part)\s+\S+)\s+", "", text.lower())
+    return re.sub(r"\W+", "", text)
 
 
 def read_pdf(data, path):

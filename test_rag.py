@@ -5048,6 +5048,44 @@ class PdfFontsTest(unittest.TestCase):
 # Content streams and layout.
 # ---------------------------------------------------------------------------------------------------
 
+class PdfOutlineTest(TempFolder):
+    """Hits in PDFs were headed by a table's header row ("Description Level") or by nothing: the outline
+    (bookmarks) names the chapters and the page each starts on."""
+
+    def handbook(self, items, names=b""):
+        def page(content):
+            return b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>/Contents %d 0 R>>" % content
+        return write_pdf([b"<</Type/Catalog/Pages 2 0 R/Outlines 8 0 R/Names<</Dests 13 0 R>>>>",
+                          b"<</Type/Pages/Kids[3 0 R 6 0 R]/Count 2>>", page(5), COURIER,
+                          stream(b"", b"BT /F1 12 Tf 72 700 Td (Staff Handbook) Tj 0 -30 Td (1.1 Per) Tj 0 -14 Td (diem) Tj "
+                                      b"0 -30 Td (The per diem in Japan is EUR 70.) Tj ET"), page(7),
+                          stream(b"", b"BT /F1 12 Tf 72 700 Td (MILEAGE) Tj 0 -30 Td (Mileage is paid at EUR 0.30.) Tj ET"),
+                          b"<</Type/Outlines/First 9 0 R>>", *items, names or b"<</Names[(m)[6 0 R/Fit]]>>"])
+
+    def test_the_outline_heads_the_pages_text_where_it_says_its_titles(self):
+        data = self.handbook([b"<</Title(Staff Handbook)/First 10 0 R/Dest[3 0 R/Fit]>>",  # the document's own title
+                              b"<</Title(Per diem)/Next 11 0 R/Dest[3 0 R/XYZ 0 700 0]>>",  # said on two lines, numbered
+                              b"<</Title<FEFF004D0069006C0065006100670065>/Next 12 0 R/Dest(m)>>",  # UTF-16, named
+                              b"<</Title(Trains)/Next 10 0 R/A<</S/GoTo/D[6 0 R/Fit]>>>>"])  # not said; a loop back
+        self.assertEqual(rag.pdf_pages(data, "x.pdf"), ["Staff Handbook\n\n# 1.1 Per diem\n\nThe per diem in Japan is EUR 70.",
+                                                       "# Mileage\n\n# Trains\n\nMileage is paid at EUR 0.30."])
+        self.write("docs/handbook.pdf", data)
+        code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("handbook.pdf p. 1  (1.1 Per diem)", out)
+
+    def test_an_outline_that_cannot_be_read_leaves_the_text_as_it_was(self):
+        plain = ["Staff Handbook\n1.1 Per\ndiem\n\nThe per diem in Japan is EUR 70.", "MILEAGE\n\nMileage is paid at EUR 0.30."]
+        for items in ([b"<</Title(Loop)/Next 9 0 R/First 9 0 R/Dest[99 0 R/Fit]>>"],  # itself, a page not there
+                      [b"<</Title(\x01\x02)/Dest[3 0 R]>>", b"<</Title 5/Dest[3 0 R]>>"],  # not text
+                      [b"<</Title(Per diem)/Dest(nowhere)>>"], [b"[1 2 3]"]):
+            with self.subTest(items=items):
+                self.assertEqual([page.replace("\n\n", "\n") for page in rag.pdf_pages(self.handbook(items), "x.pdf")],
+                                 [page.replace("\n\n", "\n") for page in plain])
+        many = [b"<</Title(T %d)/Next %d 0 R/Dest[6 0 R]>>" % (n, n + 1) for n in range(9, 9 + 20000)]
+        self.assertEqual(rag.pdf_pages(self.handbook(many), "x.pdf")[1].count("# T "), rag.PDF_MAX_OUTLINE)
+
+
 class PdfTextTest(unittest.TestCase):
     def page(self, content):
         return text_of(one_page(content))[0][0]
