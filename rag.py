@@ -5320,7 +5320,8 @@ PDF_MAX_DEPTH = 32              # arrays and dictionaries inside each other, ref
                                 # at once (real files: under 10)
 PDF_MAX_FORMS = 8               # forms (XObjects) drawn inside forms; real files use 2 or 3
 PDF_MAX_SPANS = 200000          # spans on one page; a dense page drawn glyph by glyph has 6,000
-PDF_MAX_NUMBER = 2.0 ** 31      # numbers are clamped to +-this: the integer limit of ISO 32000-1 Annex C
+PDF_MAX_NUMBER = 2.0 ** 32      # numbers are clamped to +-this: twice the integer limit of ISO 32000-1
+                                # Annex C, as some producers write /P unsigned (4294967292 for -4)
 PDF_MAX_RANGE = 65536           # codes one CMap range may map: a whole 2-byte code space
 PDF_MAX_CODES = 4 * PDF_MAX_RANGE  # codes one CMap may map in all (the largest, of CJK fonts, map one space)
 MAX_CID = 65535                 # the largest glyph number (CID) a font can have (ISO 32000-2 annex C)

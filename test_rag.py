@@ -4736,7 +4736,8 @@ class PdfEncryptionTest(unittest.TestCase):
     def test_empty_user_password_files_are_read(self):
         objects = one_page(HELLO)
         for label, data in [("RC4 40", encrypted_rc4(objects, 2)), ("RC4 128", encrypted_rc4(objects, 3)),
-                            ("AES-128", encrypted_aes(objects, 128)), ("AES-256", encrypted_aes(objects, 256))]:
+                            ("AES-128", encrypted_aes(objects, 128)), ("AES-256", encrypted_aes(objects, 256)),
+                            ("/P unsigned, as pypdf writes it", encrypted_rc4(objects, 3).replace(b"/P -4>>", b"/P 4294967292>>"))]:
             with self.subTest(label):
                 self.assertEqual(quiet_pages(data)[0], ["Hello world"])
 
