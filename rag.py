@@ -8394,6 +8394,37 @@ def route_passage(handler, site, params):
                             marks=marked(chunk.text, params.get("q", [""])[-1][:MAX_QUESTION_CHARS])))
 
 
+# A passage's document opens in the browser beside the page, read-only: a PDF in the browser's viewer at
+# the passage's page (#page=N), text as text at the passage's first words (a text fragment, #:~:text=);
+# other kinds are downloaded, to open in their program. Only a file the index holds is served, found by
+# its source in the index (never a path the request names), under the page's token and Host rules.
+DOCUMENT_TYPES = {".pdf": "application/pdf", ".txt": "text/plain", ".md": "text/plain", ".markdown": "text/plain",
+                  ".rst": "text/plain", ".html": "text/plain", ".htm": "text/plain"}  # (HTML as its text: no script runs)
+
+
+def route_document(handler, site, params):
+    """GET /api/document?source=S: the document of that source, as it is on disk."""
+    import urllib.parse  # here, not at the top: see the note after the imports
+    source = params.get("source", [""])[-1]
+    found = site.live.current().index.rows("SELECT path FROM files WHERE source = ?", (source,))
+    kind = DOCUMENT_TYPES.get(os.path.splitext(source)[1].lower())
+    try:
+        with open(found[0][0] if found else "", "rb") as f:
+            data = f.read(site.config.max_file_bytes + 1)
+    except OSError:
+        raise RagError("no such document", status=404) from None
+    if len(data) > site.config.max_file_bytes:
+        raise RagError("the document is larger than rag.py reads (--max-file-mb)", status=413)
+    handler.send_response(200)
+    handler.send_header("Content-Type", kind + "; charset=utf-8" if kind == "text/plain" else kind or "application/octet-stream")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.send_header("Content-Disposition", ("inline" if kind else "attachment") + "; filename*=UTF-8''"
+                        + urllib.parse.quote(os.path.basename(source)))
+    handler.policy = "frame-ancestors 'none'" if kind == "application/pdf" else "sandbox; default-src 'none'"  # (the viewer)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def marked(text, question):
     """Return [[start, end]] of the words, and CJK characters, of text whose tokens the question has."""
     wanted = set(tokenize(question))
@@ -8502,7 +8533,7 @@ ROUTES = {"/": ("GET", lambda handler, site, params: send(handler, 200, PAGE, "t
           "/page.css": ("GET", lambda handler, site, params: send(handler, 200, STYLE, "text/css; charset=utf-8")),
           "/api/status": ("GET", route_status), "/api/search": ("GET", route_search),
           "/api/passage": ("GET", route_passage), "/api/explain": ("GET", route_explain), "/api/files": ("GET", route_files),
-          "/api/ask": ("POST", route_ask)}
+          "/api/document": ("GET", route_document), "/api/ask": ("POST", route_ask)}
 
 
 class Site:
@@ -8674,8 +8705,9 @@ def page_handler_class():
             send(self, code, f"{code} {message or self.responses.get(code, ('',))[0]}")
 
         def end_headers(self):
+            policy = self.__dict__.pop("policy", None)  # (a document's own: see route_document)
             for name, value in HEADERS.items():
-                self.send_header(name, value)
+                self.send_header(name, policy if policy and name == "Content-Security-Policy" else value)
             super().end_headers()
 
         def log_message(self, *args):  # handle() writes one line a request, without the question
@@ -9239,11 +9271,22 @@ async function show(head, i, quotes = []) {  // a passage, the question's words 
   } catch (error) {
     passage.stale = error.message;  // re-read since: show the text as it was found
   }
-  $('passage-where').textContent = where(passage) + (passage.stale ? ` (${passage.stale})` : '');
+  $('passage-where').replaceChildren(where(passage) + (passage.stale ? ` (${passage.stale})` : '') + ' · ', opener(passage));
   $('passage-title').textContent = passage.heading ? path(passage.heading) : passage.source;
   $('passage-text').replaceChildren(...blocks(passage.text, passage.marks, quotes.map((quote) => quoted(passage.text, quote))));
   if (!dialog.open) dialog.showModal();
   $('passage-text').querySelector('mark.quote')?.scrollIntoView({block: 'center'});
+}
+
+function opener(passage) {  // the document itself, in a new tab: at the passage's page, or its first words
+  const a = el('a', 'open', /\.(pdf|txt|md|markdown|rst|html?)$/i.test(passage.source) ? 'open the document' : 'download the document');
+  const first = passage.text.split('\n').find((line) => line.trim() && !/^#/.test(line)) || '';
+  const words = first.trim().split(/\s+/).slice(0, 8).join(' ');
+  a.href = '/api/document?' + new URLSearchParams({source: passage.source}) + (/\.pdf$/i.test(passage.source)
+    ? `#page=${(passage.pages || [1])[0]}` : words ? '#:~:text=' + encodeURIComponent(words) : '');
+  a.target = '_blank';
+  a.rel = 'noopener';
+  return a;
 }
 
 function quoted(text, quote) {  // where a quote (its words one space apart) is in a text: [start, end] in characters

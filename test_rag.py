@@ -6638,6 +6638,35 @@ class PageRoutesTest(ServerCase):
         _, _, html = self.request("GET", "/")
         self.assertNotRegex(html, r"<script>|<style|\son\w+=|style=|http[s]?://")  # nothing inline, nothing fetched
 
+    def test_a_passages_document_opens_read_only_and_only_one_the_index_holds(self):
+        """A citation showed the passage, and nothing opened the document itself at its page or line."""
+        self.write("notes.html", "<h1>Per diem</h1><script>alert(1)</script><p>EUR 70 a day.</p>")
+        self.write("policy.docx", docx("<w:p><w:r><w:t>Mileage is EUR 0.30 a km.</w:t></w:r></w:p>"))
+        self.write("sub/plan.pdf", write_pdf(one_page(b"BT /F1 12 Tf 72 700 Td (The travel plan is due in May.) Tj ET")))
+        self.start(config_for(self.fake.url, [self.docs]))
+        for source, kind, disposition, policy in [
+                ("handbook.txt", "text/plain; charset=utf-8", "inline", "sandbox; default-src 'none'"),
+                ("notes.html", "text/plain; charset=utf-8", "inline", "sandbox; default-src 'none'"),  # as text
+                ("sub/plan.pdf", "application/pdf", "inline", "frame-ancestors 'none'"),  # the browser's viewer
+                ("policy.docx", "application/octet-stream", "attachment", "sandbox; default-src 'none'")]:
+            with self.subTest(source=source):
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                self.addCleanup(connection.close)
+                connection.request("GET", "/api/document?" + urllib.parse.urlencode({"source": source}))
+                response = connection.getresponse()
+                with open(os.path.join(self.docs, *source.split("/")), "rb") as f:
+                    self.assertEqual((response.status, response.read()), (200, f.read()))
+                self.assertEqual((response.headers["Content-Type"], response.headers["Content-Security-Policy"],
+                                  response.headers["Content-Disposition"]),
+                                 (kind, policy, f"{disposition}; filename*=UTF-8''{source.split('/')[-1]}"))
+        secret = os.path.join(os.path.dirname(self.docs), "secret.txt")
+        for source in ("../secret.txt", secret, "sub", "", "nothing.txt", "handbook.txt\x00"):
+            with self.subTest(source=source):  # a path is never opened as asked: only a source the index holds
+                self.assertEqual(self.request("GET", "/api/document?" + urllib.parse.urlencode({"source": source}))[:3:2],
+                                 (404, "no such document"))
+        status, headers, _ = self.request("GET", "/")  # and the page's own policy is as it was
+        self.assertEqual(headers["Content-Security-Policy"], rag.HEADERS["Content-Security-Policy"])
+
     def test_the_script_puts_text_in_the_page_as_text(self):
         self.assertNotRegex(rag.SCRIPT, r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(")
 

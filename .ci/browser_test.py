@@ -115,6 +115,18 @@ def main(shots):
         check("the question's words are marked in it", {"expense", "report", "file"} <= set(marks) or
               ("expense" in marks and "filed" in marks))
         shot("04-passage")
+        opener = dialog.find_element(By.CSS_SELECTOR, "a.open")
+        href = opener.get_attribute("href")
+        check(f"the passage's document opens in a new tab at the passage's first words ({href[-60:]})",
+              "/api/document?source=handbook.txt#:~:text=" in href and opener.get_attribute("target") == "_blank")
+        page_window = driver.current_window_handle
+        driver.switch_to.new_window("tab")
+        driver.get(href)
+        check("the document is shown as text, read-only", "Expense reports must be filed within 30 days"
+              in driver.find_element(By.TAG_NAME, "body").text)
+        shot("04b-document")
+        driver.close()
+        driver.switch_to.window(page_window)
         driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         wait.until(lambda d: d.find_element(By.ID, "passage").get_attribute("open") is None)
         check("Escape closes the passage", True)
