@@ -9387,6 +9387,12 @@ function stages(x) {  // --explain as pictures: tokens, scores by token, the con
 // file to ask within (the --only terms "/hr", "/hr/a.pdf"); the pick is kept in the page's address.
 const covered = (term) => [...picked].some((t) => term === t || term.startsWith(t + '/'));
 
+function takesIn(term) {  // a file's tick: whether the picks take it in (a folder of it or itself, and its kind)
+  const kinds = [...picked].filter((t) => t.startsWith('kind:')).flatMap((t) => t.slice(5).split(','));
+  const kind = (term.match(/\.([^./]+)$/) || ['', ''])[1].toLowerCase();
+  return ([...picked].some((t) => t.startsWith('/')) ? covered(term) : kinds.length > 0) && (!kinds.length || kinds.includes(kind));
+}
+
 async function folder(list, path) {
   try {
     const x = await (await get('/api/files?' + new URLSearchParams({in: path}))).json();
@@ -9438,8 +9444,9 @@ function branch(path, f) {
 function leaf(file) {
   const name = file.source.split('/').pop(), day = file.day;  // (the server's day, as since: reads it)
   const read = !file.chunks ? 'no text' : file.pages ? count(file.pages, 'page') : count(file.lines, 'line');
-  const item = el('li', '', el('span', 'leaf'), el('label', '', tick('/' + file.source, name), ' ' + name), ' ',
-                  el('span', 'what', `${read} · changed ${day}`));
+  const box = tick('/' + file.source, name);
+  box.dataset.file = 'yes';  // (ticked with the picks that take it in: see takesIn)
+  const item = el('li', '', el('span', 'leaf'), el('label', '', box, ' ' + name), ' ', el('span', 'what', `${read} · changed ${day}`));
   item.title = file.read ? 'read ' + new Date(file.read * 1000).toLocaleString() : 'not read';
   if (file.note) item.append(el('span', 'note', file.note));
   return item;
@@ -9447,8 +9454,8 @@ function leaf(file) {
 
 function showWithin() {  // the ticks, the line above the question and the address say the same pick
   document.querySelectorAll('#docs input[data-term]').forEach((box) => {
-    box.checked = covered(box.dataset.term);
-    box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder ticked
+    box.checked = picked.has(box.dataset.term) || (box.dataset.file ? takesIn(box.dataset.term) : covered(box.dataset.term));
+    box.disabled = box.checked && !picked.has(box.dataset.term);  // within a folder or a kind ticked
   });
   for (const name of ['since', 'before']) {  // the dates' inputs say the dates picked
     const date = [...picked].find((term) => term.startsWith(name + ':'));

@@ -308,6 +308,16 @@ def main(shots):
                   driver.find_element(By.ID, "kinds").text.split() == ["Kinds:", "md", "2", "txt", "1"]
                   and driver.find_elements(By.CSS_SELECTOR, "#kinds input[data-term='kind:md']"))
             shot("17-documents")
+            ticked = lambda source: driver.find_element(By.CSS_SELECTOR, f"#tree input[data-term='/{source}']").is_selected()
+            driver.find_element(By.CSS_SELECTOR, "#kinds input[data-term='kind:md']").send_keys(Keys.SPACE)
+            check("a ticked kind with a ticked folder takes in the files of that kind in it (none here)",
+                  not ticked("hr/handbook.txt") and not ticked("it/vpn.md"))
+            driver.find_element(By.CSS_SELECTOR, "#tree input[data-term='/hr']").send_keys(Keys.SPACE)
+            check("a ticked kind alone shows the files it takes in, ticked with it", ticked("it/vpn.md") and not ticked("hr/handbook.txt")
+                  and not driver.find_element(By.CSS_SELECTOR, "#tree input[data-term='/it/vpn.md']").is_enabled())
+            shot("17b-kind")
+            driver.find_element(By.CSS_SELECTOR, "#tree input[data-term='/hr']").send_keys(Keys.SPACE)
+            driver.find_element(By.CSS_SELECTOR, "#kinds input[data-term='kind:md']").send_keys(Keys.SPACE)
             driver.find_element(By.ID, "q").send_keys("How long is parental leave for the partner? Who resets the VPN token?" + Keys.ENTER)
             turn = finished(1)
             sources = turn.find_element(By.CSS_SELECTOR, ".sources").text
