@@ -7743,14 +7743,16 @@ def read_xlsx(data, path):
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
-    sheets = [(sheet.get("name", ""), xlsx_rows(part, name, shared, dates, epoch), xlsx_drawings(part, name))
+    sheets = [(sheet.get("name", ""), xlsx_rows(part, name, shared, dates, epoch) if kind == "worksheet" else iter(()),
+               xlsx_drawings(part, name))  # (a chart sheet: its chart alone)
               for sheet in book.iter(S + "sheet") for kind, name in [linked.get(sheet.get(R + "id"), ("", ""))]
-              if kind == "worksheet"]
+              if kind in ("worksheet", "chartsheet")]
     return sheet_pages(sheets, path)
 
 
 def xlsx_drawings(part, sheet):
-    """Return the paragraphs drawn over a worksheet: its text boxes and shapes, and its charts' text."""
+    """Return the paragraphs drawn over a worksheet (its text boxes and shapes, and its charts' text), or
+    a chart sheet's chart."""
     drawings = [name for kind, name in relationships(part, sheet).values() if kind == "drawing"]
     return [text for name in drawings for root in [part(name, required=False)] if root is not None
             for text in flatten([root], PPTX_MARKUP, None, drawn_parts(part, name))]

@@ -5615,7 +5615,7 @@ class XlsxTest(unittest.TestCase):
                          ["# Rates\n\nCountry | Per diem | Date | Paid\n\n"
                           "Country: Japan | Per diem: 70 | Date: 2024-03-15 | Paid: TRUE\n\n"
                           "Country: France | Date: 2024-03-15 12:00 | 3 | 1E-3\n\n"
-                          "Per diem: 18:00 | Paid: #N/A", ""])
+                          "Per diem: 18:00 | Paid: #N/A", "", ""])  # (a chart sheet without its chart: a page, empty)
 
     def test_text_boxes_shapes_and_charts_drawn_over_a_sheet_follow_its_rows(self):
         """A disclaimer in a text box, a note in a shape, a chart: xl/drawings/drawing1.xml, linked from
@@ -5635,6 +5635,23 @@ class XlsxTest(unittest.TestCase):
         self.assertEqual(rag.read_xlsx(zipped(parts), "a.xlsx"),
                          ["# Rates\n\nJapan\n\nFigures are estimates, not offers.\n\nPer diem\n\nEUR\n\n2024, Japan, Literal"
                           "\n\nGrouped note"])
+
+    def test_a_chart_sheet_is_read_as_its_chart_in_its_place(self):
+        """A chart on a sheet of its own (xl/chartsheets/sheet1.xml: no cells, a drawing with the chart) was
+        left out with its titles and labels."""
+        chart_drawing = ('<xdr:wsDr xmlns:xdr="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing" '
+                         f'{DRAWING}><xdr:absoluteAnchor>{graphic_frame("rId1", "xdr:graphicFrame")}</xdr:absoluteAnchor></xdr:wsDr>')
+        data = xlsx([("Rates", "worksheet", "worksheets/sheet1.xml", '<row><c t="inlineStr"><is><t>Japan</t></is></c></row>'),
+                     ("Trend", "chartsheet", "chartsheets/sheet1.xml", "")])
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            parts = {name: archive.read(name) for name in archive.namelist()}
+        parts.update({"xl/chartsheets/sheet1.xml": f'<chartsheet {SHEET_R}><drawing r:id="rId1"/></chartsheet>',
+                      "xl/chartsheets/_rels/sheet1.xml.rels": rels(("drawing", "../drawings/drawing1.xml")),
+                      "xl/drawings/drawing1.xml": chart_drawing,
+                      "xl/charts/chart1.xml": chart_part("Per diem by year", "EUR", ["2024"], ["Japan"]),
+                      "xl/drawings/_rels/drawing1.xml.rels": rels(("chart", "../charts/chart1.xml"))})
+        self.assertEqual(rag.read_xlsx(zipped(parts), "a.xlsx"),
+                         ["# Rates\n\nJapan", "# Trend\n\nPer diem by year\n\nEUR\n\n2024, Japan, Literal"])
 
     def test_1904_date_system(self):
         data = xlsx([("S", "worksheet", "worksheets/s.xml", '<row><c s="1"><v>1</v></c></row>')], "", DATE_STYLES,
