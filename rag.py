@@ -6855,8 +6855,9 @@ PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own
 RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic
 
 
-def page_layout(spans):
-    """Return the text of a page from its spans: lines, and a blank line between paragraphs."""
+def page_layout(spans, sizes=None):
+    """Return the text of a page from its spans: lines, and a blank line between paragraphs (and add
+    each paragraph with its font size to the list sizes, if given)."""
     lines, last, spans = [], None, one_direction(drawn_once(spans))
     for span in spans:
         if last and abs(span[2] - last[2]) <= PDF_LINE_SHIFT * max(span[3], last[3]):
@@ -6887,7 +6888,7 @@ def page_layout(spans):
             lines[-1][0] += " " + text
         elif text:
             lines.append([text, segment[2], segment[3], segment[5]])
-    return pdf_paragraphs(lines)
+    return pdf_paragraphs(lines, sizes)
 
 
 def drawn_once(spans):
@@ -6972,10 +6973,11 @@ def read_columns(segments):
     return ordered + sorted(block, key=column)
 
 
-def pdf_paragraphs(lines):
+def pdf_paragraphs(lines, sizes=None):
     """Return lines as text: a blank line where the baseline moves down by clearly more than usual (the
     median step, in font sizes), moves up (a new column), or the font size changes. A line that ends
-    in "-" is joined to the next one's first word, as pdftotext does."""
+    in "-" is joined to the next one's first word, as pdftotext does. sizes, if given: a list to add
+    (paragraph, its first line's font size) to."""
     steps = sorted((b[1] - a[1]) / a[2] for a, b in zip(lines, lines[1:]) if b[1] > a[1] and a[2] > 0)
     usual = steps[len(steps) // 2] if len(steps) > 2 else 1.2  # too few lines: the usual 120% of the size
     out = []
@@ -6991,6 +6993,11 @@ def pdf_paragraphs(lines):
                 if not text:
                     continue
         out.append(text)
+        if sizes is not None and (len(out) == 1 or out[-2] == ""):  # a paragraph's first line
+            sizes.append([len(out) - 1, size])
+    if sizes is not None:  # (each paragraph's text, from its first line to the blank line after it)
+        ends = [start for start, _ in sizes[1:]] + [len(out) + 1]
+        sizes[:] = [("\n".join(out[start:end - 1]), size) for (start, size), end in zip(sizes, ends)]
     return "\n".join(out)
 
 
@@ -7017,7 +7024,7 @@ def pdf_pages(data, path):
         raise RagError("not a PDF (no %PDF- header)")
     try:
         pdf = PdfFile(data)
-        texts, scans, broken, skipped, pages, budget = [], [], [], [], page_list(pdf), TextBudget(path)
+        texts, scans, broken, skipped, pages, budget, sized = [], [], [], [], page_list(pdf), TextBudget(path), []
         budget.until = math.inf  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
@@ -7032,7 +7039,8 @@ def pdf_pages(data, path):
             except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
                 skipped.append((number, str(e)))
                 drawn["spans"] = []
-            texts.append(page_layout(drawn["spans"]))
+            sized.append([])
+            texts.append(page_layout(drawn["spans"], sized[-1]))
             if not budget.spend(len(texts[-1]), f"p. {number} on"):
                 texts[-1] = ""
                 break
@@ -7051,7 +7059,8 @@ def pdf_pages(data, path):
     problems = missing_text(scans, broken, unmapped) + skipped_pages(skipped)
     if problems:
         warn(f"{path}: " + "; ".join(problems))
-    return with_outline(texts, outline(pdf))
+    titles = outline(pdf)
+    return with_outline(texts, titles) if titles else headings_by_size(texts, sized)
 
 
 def skipped_pages(skipped):
@@ -7246,6 +7255,36 @@ def with_outline(texts, titles):
             lines[page][at:at + span] = ["", heading, ""]
         pages[page] = re.sub(r"\n{3,}", "\n\n", "\n".join(lines[page]).strip("\n"))
     return pages
+
+
+PDF_HEADING_SIZE = 1.15   # a paragraph in a font this many times the body text's (or more) may be a heading
+PDF_HEADING_SHARE = 0.25  # ... unless a fifth or more of the paragraphs are in that size: a second body text
+
+
+def headings_by_size(texts, sized):
+    """Return the pages' texts with headings found by their size, where the document has no outline: a
+    short paragraph (a line or two of four letters or more, not a sentence) in a font clearly larger than
+    the body text's (the size most of the characters are in) is a Markdown heading, of level 1, 2 or 3
+    by its size among them. One heading over all the others (the document's title) is left as text."""
+    weight = Counter()
+    for page in sized:
+        for text, size in page:
+            weight[round(size * 2) / 2] += len(text)
+    body = weight.most_common(1)[0][0] if weight else 0
+    short = lambda text: (len(text) <= 120 and text.count("\n") < 2 and len(re.findall(r"[^\W\d_]", text)) >= 4  # noqa: E731
+                          and not (text.rstrip().endswith(".") and len(text.split()) > 8))  # (not a label, "A-5")
+    found = Counter(round(size * 2) / 2 for page in sized for text, size in page
+                    if body and size >= PDF_HEADING_SIZE * body and short(text))
+    paragraphs = sum(len(page) for page in sized)
+    levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * paragraphs), reverse=True)
+    if levels and found[levels[0]] == 1 and len(levels) > 1:  # the title: left as text
+        levels = levels[1:]
+    if not levels:
+        return texts
+    level = lambda text, size: levels.index(round(size * 2) / 2) + 1 if round(size * 2) / 2 in levels and short(text) else 0  # noqa: E731
+    return [text if "\n\n".join(t for t, _ in page) != text else  # (a page cut short by a limit: as it is)
+            "\n\n".join("#" * min(level(t, size), 3) + " " + " ".join(t.split()) if level(t, size) else t for t, size in page)
+            for text, page in zip(texts, sized)]
 
 
 def bare_title(text):

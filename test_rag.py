@@ -5075,6 +5075,22 @@ class PdfOutlineTest(TempFolder):
         self.assertEqual((code, err), (0, ""))
         self.assertIn("handbook.pdf p. 1  (1.1 Per diem)", out)
 
+    def test_without_an_outline_short_paragraphs_in_a_larger_font_are_headings(self):
+        """A PDF with no bookmarks: its hits were headed by nothing. The body text's size is the one most
+        characters are in; a short paragraph clearly larger is a heading, by size; the title once over
+        all is left as text, and so are a big label ("A-5") and a sentence in large type."""
+        body = b"(%s) Tj 0 -14 Td " % b"The per diem in Japan is EUR 70 a day, paid monthly with the salary of the month after."
+        content = (b"BT /F1 28 Tf 72 740 Td (Staff Handbook) Tj ET BT /F1 20 Tf 72 700 Td (Travel) Tj ET "
+                   b"BT /F1 14 Tf 72 670 Td (Per diem) Tj ET BT /F1 11 Tf 72 650 Td " + body * 3 + b"ET "
+                   b"BT /F1 20 Tf 72 560 Td (A-5) Tj ET BT /F1 20 Tf 72 530 Td (This sentence is large but it is a sentence all the same.) Tj ET")
+        page = rag.pdf_pages(write_pdf(one_page(content)), "x.pdf")[0]
+        self.assertEqual(re.findall(r"^#.*", page, re.M), ["# Travel", "## Per diem"])
+        self.assertEqual(page.splitlines()[0], "Staff Handbook")
+        self.assertTrue(page.endswith("\n\nA-5\nThis sentence is large but it is a sentence all the same."))
+        self.write("docs/handbook.pdf", write_pdf(one_page(content)))
+        code, out, _ = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
+        self.assertIn("handbook.pdf p. 1  (Travel > Per diem)", out)
+
     def test_an_outline_that_cannot_be_read_leaves_the_text_as_it_was(self):
         plain = ["Staff Handbook\n1.1 Per\ndiem\n\nThe per diem in Japan is EUR 70.", "MILEAGE\n\nMileage is paid at EUR 0.30."]
         for items in ([b"<</Title(Loop)/Next 9 0 R/First 9 0 R/Dest[99 0 R/Fit]>>"],  # itself, a page not there
