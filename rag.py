@@ -613,7 +613,7 @@ def heading_of(paragraph, underline_levels, numbered=True):
     """
     text = paragraph.text
     match = ATX_HEADING.match(text)
-    if match and "\n" not in text:
+    if match and "\n" not in text and not match.group(2).startswith("|"):  # ("# | Name | Level": a table's row)
         return len(match.group(1)), match.group(2)
     lines = text.split("\n", 2)
     if len(lines) == 2 and UNDERLINE.match(lines[1]):
@@ -622,7 +622,7 @@ def heading_of(paragraph, underline_levels, numbered=True):
     if not numbered:
         return None
     match = NUMBERED_HEADING.match(text)
-    if match and not text.endswith((".", ",", ";", ":", "!", "?", "。")):
+    if match and not text.endswith((".", ",", ";", ":", "!", "?", "。")) and " | " not in text:  # (nor a row)
         return match.group(1).count(".") + 1, match.group(2).strip()
     return None
 
@@ -6886,8 +6886,8 @@ def page_layout(spans, sizes=None):
             text = re.sub(f"[^{RIGHT_TO_LEFT}\\s]+", lambda m: m[0][::-1], text[::-1])  # but not numbers
         if lines and lines[-1][3] == segment[5]:  # the next segment of the same line
             lines[-1][0] += " " + text
-        elif text:
-            lines.append([text, segment[2], segment[3], segment[5]])
+        elif text:  # (a line that starts "# ", a table's "#" column: written "\#", as Markdown does, no heading)
+            lines.append([re.sub(r"^(#+\s)", r"\\\1", text), segment[2], segment[3], segment[5]])
     return pdf_paragraphs(lines, sizes)
 
 

@@ -5468,6 +5468,23 @@ class DocxTest(unittest.TestCase):
         body = "<w:sdt><w:sdtContent>" * depth + p("deep") + "</w:sdtContent></w:sdt>" * depth
         self.assertEqual(rag.read_docx(docx(body), "a.docx"), ["deep"])
 
+    def test_a_tables_rows_never_head_the_hits_in_word_files_or_pdfs(self):
+        """Hits were headed "| Description | Level" or "Description L1 L2 L3 CWE NIST §": a requirements
+        table whose first column is headed "#" (a Markdown heading, once read as text), or numbered rows."""
+        def cell(text):
+            return "<w:tc>" + p(text) + "</w:tc>"
+        rows = "".join(f"<w:tr>{cell(a)}{cell(b)}{cell(c)}</w:tr>" for a, b, c in [
+            ("#", "Description", "Level"), ("6.1.1", "Verify passwords of 12 characters or more", "L1")])
+        data = docx(p("V6 Authentication", "Heading1") + f"<w:tbl>{rows}</w:tbl>" + p("Passwords are checked at login."),
+                    style("Heading1", "heading 1"))
+        chunks = rag.split_documents([rag.Document("a.docx", rag.READERS[".docx"](data, "a.docx"))])
+        self.assertEqual({c.heading for c in chunks}, {"V6 Authentication"})
+        content = b"BT /F1 11 Tf 72 700 Td (V6 Authentication) Tj 0 -30 Td (# Description L1 L2 L3 CWE NIST) Tj ET"
+        page = rag.pdf_pages(write_pdf(one_page(content)), "a.pdf")[0]
+        self.assertEqual(page, "V6 Authentication\n\n\\# Description L1 L2 L3 CWE NIST")  # (as Markdown writes a "#")
+        chunks = rag.split_documents([rag.Document("a.pdf", rag.page_paragraphs([page]))])
+        self.assertEqual({c.heading for c in chunks}, {""})
+
     def test_headings_give_rag_heading_paths(self):
         styles = style("Heading1", "heading 1") + style("Heading2", "heading 2")
         data = docx(p("Travel", "Heading1") + p("Per diem", "Heading2") + p("Japan: EUR 70"), styles)
