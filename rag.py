@@ -8563,7 +8563,18 @@ def route_status(handler, site, params):
     send(handler, 200, {"documents": len(snapshot.index.sources()), "files": files, "chunks": snapshot.index.size,
                         "mode": snapshot.mode, "model": site.config.model, "model_note": site.model_checked[1],
                         "generation": snapshot.generation, "rerank": bool(site.config.rerank),
-                        "note": snapshot.note, "reading": reading, "version": VERSION})
+                        "note": snapshot.note, "reading": reading, "version": VERSION, "topics": topics(snapshot.index)})
+
+
+@lru_cache(maxsize=4)  # (by index: one a snapshot, read once)
+def topics(index, most=3):
+    """Return a few of the documents' own section titles, for the page's hints: sections (those under a
+    chapter, where there are some), short and each once, taken evenly through the documents."""
+    rows = index.rows("SELECT heading, min(number) FROM chunks WHERE heading != '' GROUP BY heading ORDER BY 2 LIMIT 5000")
+    deep = [heading for heading, _ in rows if " > " in heading]
+    titles = list(dict.fromkeys(title for heading in (deep if len(deep) >= most else [h for h, _ in rows])
+                                for title in [heading.split(" > ")[-1].strip("# ")] if 3 <= len(title) <= 40))
+    return [titles[(2 * n + 1) * len(titles) // (2 * most)] for n in range(most)] if len(titles) >= most else titles
 
 
 # The routes, by exact path: the method each takes and the function that answers (handler, site, params).
@@ -9554,6 +9565,18 @@ document.addEventListener('keydown', (event) => {
   if (event.key === '/' && document.activeElement !== box && !dialog.open) { event.preventDefault(); box.focus(); }
 });
 
+function hints(topics) {  // the documents' own section titles, each a question to ask with a click
+  if (!topics.length || !$('intro') || $('hints')) return;
+  const line = el('span', '', ' For example: ');
+  line.id = 'hints';
+  topics.forEach((topic, i) => {
+    const a = Object.assign(el('a', 'hint', topic), {href: '#'});
+    a.addEventListener('click', (event) => { event.preventDefault(); run(`What do the documents say about ${topic}?`); });
+    line.append(...(i ? [' · ', a] : [a]));
+  });
+  $('intro').append(line, '.');
+}
+
 async function about() {  // what is served; while the documents are first read, how far that has come
   try {
     const status = await (await get('/api/status')).json();
@@ -9569,6 +9592,7 @@ async function about() {  // what is served; while the documents are first read,
         + `${without} without text)` : ''}, ${count(status.chunks, 'passage')} · `
         + `${status.mode} search · ${status.model}`;
       if (status.model_note) $('about').after(el('p', 'warnings', status.model_note));
+      hints(status.topics || []);
     }
   } catch (error) {
     $('about').textContent = error.message;

@@ -6688,6 +6688,18 @@ class PageRoutesTest(ServerCase):
         _, _, html = self.request("GET", "/")
         self.assertNotRegex(html, r"<script>|<style|\son\w+=|style=|http[s]?://")  # nothing inline, nothing fetched
 
+    def test_the_hints_are_sections_of_the_documents_served(self):
+        """The page's example was the handbook's ("and in Japan?") for any folder: now a few section titles
+        of the documents served, evenly through them, chapters left out where there are sections."""
+        status = json.loads(self.request("GET", "/api/status")[2])
+        self.assertEqual(status["topics"], ["Class of travel", "Phishing and suspicious messages", "Salary review"])
+        self.write("notes.md", "# Team notes\n\nOnly a chapter here.\n")
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        shutil.copy(os.path.join(self.docs, "notes.md"), folder)
+        index = rag.build_index(config_for(self.fake.url, [folder]))
+        self.assertEqual(rag.topics(index), ["Team notes"])
+
     def test_a_passages_document_opens_read_only_and_only_one_the_index_holds(self):
         """A citation showed the passage, and nothing opened the document itself at its page or line."""
         self.write("notes.html", "<h1>Per diem</h1><script>alert(1)</script><p>EUR 70 a day.</p>")

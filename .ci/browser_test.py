@@ -89,6 +89,9 @@ def main(shots):
         driver.get(url)
         wait.until(lambda d: d.find_element(By.ID, "about").text)
         check("the page says what it serves", "passages" in driver.find_element(By.ID, "about").text)
+        hints = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#intro #hints a")]
+        check(f"the hints are sections of the documents served ({hints})", len(hints) == 3 and all(
+            hint in open(HANDBOOK, encoding="utf-8").read() for hint in hints))
         shot("01-start")
 
         box = driver.find_element(By.ID, "q")  # autofocus: type straight away, Enter asks
