@@ -65,7 +65,7 @@ MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part: kept if the run stops; README, "Limits")
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
-CACHED_POSTINGS = 2_000_000  # the BM25 weights kept for the next questions, at most (in lists: 40 bytes each)
+CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (in lists: 40 bytes each)
 CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
 
@@ -1125,9 +1125,9 @@ class Index:
 
 def summed(postings, size):
     """Return each chunk's score, the sum of its weights in the postings [(numbers, weights, boost)] times
-    their boosts: in a dict of the chunks found when the postings are under half the chunks, else in a list
-    by chunk number, 0.0 for those not found (a dict costs more a posting, a list a look at every chunk)."""
-    if 2 * sum(len(numbers) for numbers, _, _ in postings) > size:
+    their boosts: in a list by chunk number (0.0 for those not found) from half the chunks on (an eighth in
+    a large index, whose dict is large too), else in a dict of the chunks found (it costs more a posting)."""
+    if (8 if size > 50000 else 2) * sum(len(numbers) for numbers, _, _ in postings) > size:
         scores = [0.0] * size
         for numbers, weights, boost in postings:
             if boost == 1.0:  # (a question's own token: no multiplication to pay)
