@@ -4874,13 +4874,14 @@ def count_in_worker(pages, size):
 
 LEADER_DOTS = ".…·・‥．"  # . … · ・ ‥ ．
 LEADERS = re.compile(f"(?:[{LEADER_DOTS}][ \t]*){{4}}")  # four leader dots: a chunk that may have contents lines
+LEADER_STARTS = ("..", ". .", ".\t", *LEADER_DOTS[1:])  # what four of them hold, looked for first: a search costs more
 PAGE_AT_END = re.compile(r"[ \t]*\b(?:\d{1,4}|[ivxlc]{1,7})[ \t]*$", re.I)  # a page number, maybe in roman
 
 
 def without_contents(text):
     """Return the text without its contents lines. (Each line is looked at from its end, once: a line of
     a million dots costs what reading it costs.)"""
-    if not LEADERS.search(text):
+    if not any(start in text for start in LEADER_STARTS) or not LEADERS.search(text):
         return text
     kept = []
     for line in text.split("\n"):
