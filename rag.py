@@ -6888,7 +6888,7 @@ def page_layout(spans, sizes=None):
         if lines and lines[-1][3] == segment[5]:  # the next segment of the same line
             lines[-1][0] += " " + text
         elif text:  # (a line that starts "# ", a table's "#" column: written "\#", as Markdown does, no heading)
-            lines.append([re.sub(r"^(#+\s)", r"\\\1", text), segment[2], segment[3], segment[5]])
+            lines.append(["\\" + text if text.startswith("#") and re.match(r"#+\s", text) else text, segment[2], segment[3], segment[5]])
     return pdf_paragraphs(lines, sizes)
 
 
@@ -6978,7 +6978,7 @@ def pdf_paragraphs(lines, sizes=None):
     """Return lines as text: a blank line where the baseline moves down by clearly more than usual (the
     median step, in font sizes), moves up (a new column), or the font size changes. A line that ends
     in "-" is joined to the next one's first word, as pdftotext does. sizes, if given: a list to add
-    (paragraph, its first line's font size) to."""
+    (paragraph if it is short, its first line's font size, its length) to."""
     steps = sorted((b[1] - a[1]) / a[2] for a, b in zip(lines, lines[1:]) if b[1] > a[1] and a[2] > 0)
     usual = steps[len(steps) // 2] if len(steps) > 2 else 1.2  # too few lines: the usual 120% of the size
     out = []
@@ -6998,7 +6998,8 @@ def pdf_paragraphs(lines, sizes=None):
             sizes.append([len(out) - 1, size])
     if sizes is not None:  # (each paragraph's text, from its first line to the blank line after it)
         ends = [start for start, _ in sizes[1:]] + [len(out) + 1]
-        sizes[:] = [("\n".join(out[start:end - 1]), size) for (start, size), end in zip(sizes, ends)]
+        sizes[:] = [(text if len(text) <= 120 else None, size, len(text)) for (start, size), end in zip(sizes, ends)
+                    for text in ["\n".join(out[start:end - 1])]]  # (a long one is no heading: not kept)
     return "\n".join(out)
 
 
@@ -7026,7 +7027,7 @@ def pdf_pages(data, path):
     try:
         pdf = PdfFile(data)
         texts, scans, broken, skipped, pages, budget, sized = [], [], [], [], page_list(pdf), TextBudget(path), []
-        budget.until = math.inf  # (the file's own time budget, as it grows with its pages)
+        budget.until, titles = math.inf, outline(pdf)  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
             drawn = {"spans": [], "images": 0}
@@ -7040,8 +7041,8 @@ def pdf_pages(data, path):
             except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
                 skipped.append((number, str(e)))
                 drawn["spans"] = []
-            sized.append([])
-            texts.append(page_layout(drawn["spans"], sized[-1]))
+            sized.append([])  # (the paragraphs' sizes, for headings: not needed where the outline gives them)
+            texts.append(page_layout(drawn["spans"], None if titles else sized[-1]))
             if not budget.spend(len(texts[-1]), f"p. {number} on"):
                 texts[-1] = ""
                 break
@@ -7060,7 +7061,6 @@ def pdf_pages(data, path):
     problems = missing_text(scans, broken, unmapped) + skipped_pages(skipped)
     if problems:
         warn(f"{path}: " + "; ".join(problems))
-    titles = outline(pdf)
     return with_outline(texts, titles) if titles else headings_by_size(texts, sized)
 
 
@@ -7171,6 +7171,7 @@ def outline(pdf):
             if not isinstance(ref, Ref) or ref.num in seen or not isinstance(item, dict):
                 continue  # (an item met again: a loop in the outline ends)
             seen.add(ref.num)
+            pdf.cache.pop(ref.num, None)  # (read once: not kept, as the pages' contents are not)
             todo += [(item.get("Next"), level), (item.get("First"), level + 1)]  # its children first
             page, title = destination_page(pdf, item), pdf.get(item.get("Title"))
             if page is not None and isinstance(title, bytes):
@@ -7233,29 +7234,35 @@ def with_outline(texts, titles):
     its top. One title over all the others (the document's) is left out: every hit would repeat it."""
     if sum(level == 1 for _, level, _ in titles) == 1 and len(titles) > 1 and titles[0][1] == 1:
         titles = [(page, level - 1, title) for page, level, title in titles[1:]]
-    lines, said, marks = {}, {}, {}  # by page: its lines, where each title is said, the headings placed
-    for page, level, title in titles:
-        if not 0 <= page < len(texts) or not texts[page]:
-            continue
-        if page not in lines:
-            lines[page], said[page] = texts[page].split("\n"), {}
-            for n, span in itertools.product(range(len(lines[page])), (1, 2, 3)):  # a title may wrap
-                if lines[page][n].strip():
-                    said[page].setdefault(bare_title(" ".join(lines[page][n:n + span])), []).append((n, span))
-        placed = marks.setdefault(page, [])
+    by_page, pages = {}, texts  # (each page replaced in place: the text is never held twice)
+    for page, level, title in titles:  # (each page in the outline's order)
+        by_page.setdefault(page, []).append((level, title))
+    for page, headings in by_page.items():
+        if 0 <= page < len(pages) and pages[page]:
+            pages[page] = headed(pages[page], headings)
+    return pages
+
+
+def headed(text, headings):
+    """Return a page's text with its headings [(level, title)] placed as with_outline says."""
+    lines, said, placed = text.split("\n"), {}, []
+    plain = list(map(letters_of, lines))
+    for n, line in enumerate(lines):  # where each title may be said: a line, or two or three (a title may wrap)
+        if plain[n]:  # (bare_title's regular expressions only for a line that may start with a number)
+            first = bare_title(line) if line.lstrip()[:1] in "0123456789IVXivxCcSsPp" else plain[n]
+            for span, key in enumerate((first, first + "".join(plain[n + 1:n + 2]), first + "".join(plain[n + 1:n + 3])), 1):
+                said.setdefault(key, []).append((n, span))
+    for level, title in headings:
         start = placed[-1][0] + placed[-1][1] if placed else 0  # (in the outline's order)
-        where = said[page].get(bare_title(title), [])
+        where = said.get(bare_title(title), [])
         at = bisect.bisect_left(where, (start, 0))
         at, span = where[at] if at < len(where) else (start, 0)
-        said_so = " ".join(" ".join(lines[page][at:at + span]).split())  # (with the number the title may lack)
-        same = re.sub(r"\W+", "", said_so.lower()) in ("", re.sub(r"\W+", "", title.lower()))
+        said_so = " ".join(" ".join(lines[at:at + span]).split())  # (with the number the title may lack)
+        same = "".join(plain[at:at + span]) in ("", letters_of(title))
         placed.append((at, span, "#" * max(level, 1) + " " + (title if same else said_so)))
-    pages = list(texts)
-    for page, placed in marks.items():
-        for at, span, heading in reversed(placed):
-            lines[page][at:at + span] = ["", heading, ""]
-        pages[page] = re.sub(r"\n{3,}", "\n\n", "\n".join(lines[page]).strip("\n"))
-    return pages
+    for at, span, heading in reversed(placed):
+        lines[at:at + span] = ["", heading, ""]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines).strip("\n"))
 
 
 PDF_HEADING_SIZE = 1.15   # a paragraph in a font this many times the body text's (or more) may be a heading
@@ -7269,13 +7276,12 @@ def headings_by_size(texts, sized):
     by its size among them. One heading over all the others (the document's title) is left as text."""
     weight = Counter()
     for page in sized:
-        for text, size in page:
-            weight[round(size * 2) / 2] += len(text)
+        for _, size, length in page:
+            weight[round(size * 2) / 2] += length
     body = weight.most_common(1)[0][0] if weight else 0
-    short = lambda text: (len(text) <= 120 and text.count("\n") < 2 and len(re.findall(r"[^\W\d_]", text)) >= 4  # noqa: E731
+    short = lambda text: (text is not None and text.count("\n") < 2 and len(re.findall(r"[^\W\d_]", text)) >= 4  # noqa: E731
                           and not (text.rstrip().endswith(".") and len(text.split()) > 8))  # (not a label, "A-5")
-    found = Counter(round(size * 2) / 2 for page in sized for text, size in page
-                    if body and size >= PDF_HEADING_SIZE * body and short(text))
+    found = Counter(round(size * 2) / 2 for page in sized for text, size, _ in page if body and size >= PDF_HEADING_SIZE * body and short(text))
     paragraphs = sum(len(page) for page in sized)
     levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * paragraphs), reverse=True)
     if levels and found[levels[0]] == 1 and len(levels) > 1:  # the title: left as text
@@ -7283,15 +7289,27 @@ def headings_by_size(texts, sized):
     if not levels:
         return texts
     level = lambda text, size: levels.index(round(size * 2) / 2) + 1 if round(size * 2) / 2 in levels and short(text) else 0  # noqa: E731
-    return [text if "\n\n".join(t for t, _ in page) != text else  # (a page cut short by a limit: as it is)
-            "\n\n".join("#" * min(level(t, size), 3) + " " + " ".join(t.split()) if level(t, size) else t for t, size in page)
-            for text, page in zip(texts, sized)]
+    for number, page in enumerate(sized):  # (each page replaced in place: the text is never held twice)
+        parts = texts[number].split("\n\n") if any(level(t, size) for t, size, _ in page) else ()
+        if len(parts) == len(page):  # (else none here, or a page cut short by a limit: as it is)
+            texts[number] = "\n\n".join("#" * min(level(t, size), 3) + " " + " ".join(part.split()) if level(t, size)
+                                          else part for part, (t, size, _) in zip(parts, page))
+    return texts
 
 
 def bare_title(text):
     """Return a title as compared: its letters and digits in lower case, without a section number before it."""
-    text = re.sub(r"^\s*(?:(?:[\dIVXivx]+[.)]?)+|(?:chapter|section|part)\s+\S+)\s+", "", text.lower())
-    return re.sub(r"\W+", "", text)
+    return letters_of(re.sub(r"^\s*(?:(?:[\dIVXivx]+[.)]?)+|(?:chapter|section|part)\s+\S+)\s+", "", text.lower()))
+
+
+NOT_LETTERS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
+
+
+def letters_of(text):
+    """Return a text's letters and digits (and "_", as \\w has it) in lower case: "Per-diem 2" -> "perdiem2"."""
+    if text.isascii():  # (most lines: bytes.translate drops the others at C speed)
+        return text.lower().encode().translate(None, NOT_LETTERS).decode()
+    return re.sub(r"\W+", "", text.lower())
 
 
 def read_pdf(data, path):
