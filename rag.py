@@ -6888,7 +6888,8 @@ def page_layout(spans, sizes=None):
         if lines and lines[-1][3] == segment[5]:  # the next segment of the same line
             lines[-1][0] += " " + text
         elif text:  # (a line that starts "# ", a table's "#" column: written "\#", as Markdown does, no heading)
-            lines.append(["\\" + text if text.startswith("#") and re.match(r"#+\s", text) else text, segment[2], segment[3], segment[5]])
+            text = "\\" + text if text.startswith("#") and re.match(r"#+\s", text) else text
+            lines.append([text, segment[2], segment[3], segment[5]])
     return pdf_paragraphs(lines, sizes)
 
 
@@ -7277,24 +7278,33 @@ def headings_by_size(texts, sized):
     weight = Counter()
     for page in sized:
         for _, size, length in page:
-            weight[round(size * 2) / 2] += length
+            weight[half_point(size)] += length
     body = weight.most_common(1)[0][0] if weight else 0
-    short = lambda text: (text is not None and text.count("\n") < 2 and len(re.findall(r"[^\W\d_]", text)) >= 4  # noqa: E731
-                          and not (text.rstrip().endswith(".") and len(text.split()) > 8))  # (not a label, "A-5")
-    found = Counter(round(size * 2) / 2 for page in sized for text, size, _ in page if body and size >= PDF_HEADING_SIZE * body and short(text))
-    paragraphs = sum(len(page) for page in sized)
-    levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * paragraphs), reverse=True)
+    found = Counter(half_point(size) for page in sized for text, size, _ in page
+                    if body and size >= PDF_HEADING_SIZE * body and heading_like(text))
+    levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * sum(map(len, sized))), reverse=True)
     if levels and found[levels[0]] == 1 and len(levels) > 1:  # the title: left as text
         levels = levels[1:]
-    if not levels:
-        return texts
-    level = lambda text, size: levels.index(round(size * 2) / 2) + 1 if round(size * 2) / 2 in levels and short(text) else 0  # noqa: E731
-    for number, page in enumerate(sized):  # (each page replaced in place: the text is never held twice)
-        parts = texts[number].split("\n\n") if any(level(t, size) for t, size, _ in page) else ()
+    for number, page in enumerate(sized if levels else ()):  # (each page replaced in place: never held twice)
+        marks = [min(levels.index(half_point(size)) + 1, 3) if half_point(size) in levels and heading_like(text) else 0
+                 for text, size, _ in page]
+        parts = texts[number].split("\n\n") if any(marks) else ()
         if len(parts) == len(page):  # (else none here, or a page cut short by a limit: as it is)
-            texts[number] = "\n\n".join("#" * min(level(t, size), 3) + " " + " ".join(part.split()) if level(t, size)
-                                          else part for part, (t, size, _) in zip(parts, page))
+            texts[number] = "\n\n".join("#" * mark + " " + " ".join(part.split()) if mark else part
+                                          for part, mark in zip(parts, marks))
     return texts
+
+
+def half_point(size):
+    """Return a font size to the half point: 11.04 and 10.96 are one size."""
+    return round(size * 2) / 2
+
+
+def heading_like(text):
+    """True for a paragraph that may be a heading: short (kept), a line or two, of four letters or more, and
+    not a sentence ("A-5" is a label)."""
+    return (text is not None and text.count("\n") < 2 and len(re.findall(r"[^\W\d_]", text)) >= 4
+            and not (text.rstrip().endswith(".") and len(text.split()) > 8))
 
 
 def bare_title(text):
