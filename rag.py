@@ -4948,8 +4948,12 @@ HOOKS["writing"] = one_reader
 def told_once(db, key, lines):
     """Warn the lines that the last run did not tell under this key (kept in the index's database)."""
     before = first_row(db, "SELECT value FROM meta WHERE key = ?", ("told " + key,))
+    try:
+        told = set(json.loads(before[0])) if before else set()
+    except ValueError:  # (not what this appendix wrote: said again)
+        told = set()
     for line in lines:
-        if before is None or line not in json.loads(before[0]):
+        if line not in told:
             warn(line)
     if before is None or before[0] != json.dumps(lines):
         try:
@@ -4962,7 +4966,7 @@ def found_once(index, said, read):
     """Warn the lines said of the files found that the last run did not say; after a first reading of the
     documents, say what came of them in one line, when several lost text."""
     told_once(index.db, "files", said)
-    notes = [note for note, in index.rows("SELECT note FROM files")]
+    notes = [note for note, in index.rows("SELECT note FROM files")] if read > 1 else []  # (a warm run: none)
     if read == len(notes) and sum(map(bool, notes)) > 1:  # this run read every file, and said several
         say(f"rag.py: {first_reading(notes)}")             # lines of them: the sum of those lines
 
@@ -5795,6 +5799,7 @@ class PdfFile:
         self.data, self.deadline, self.inflate_left = data, time.monotonic() + PDF_MAX_SECONDS, PDF_MAX_INFLATED
         self.seconds, self.inflated = PDF_MAX_SECONDS, PDF_MAX_INFLATED  # the budgets, as they grow with the pages
         self.cache, self.loading, self.object_streams, self.fonts, self.page_numbers = {}, set(), {}, {}, {}
+        self.destinations = None  # the named ones, read when an outline names one (see destinations)
         self.decrypt, self.rebuilt = None, False
         try:
             self.entries, self.trailer = read_xref(self)
@@ -7187,10 +7192,8 @@ def destination_page(pdf, item):
     """Return the index of the page an outline item goes to (its /Dest, or its GoTo action's), or None."""
     action = pdf.get(item.get("A"))
     dest = pdf.get(item.get("Dest") or (action.get("D") if isinstance(action, dict) and action.get("S") == "GoTo" else None))
-    if isinstance(dest, (str, bytes)):  # a named destination: in the catalog's Dests, or its name tree
-        root = pdf.get(pdf.trailer.get("Root"))
-        dests = pdf.get(root.get("Dests"))
-        dest = pdf.get(dests.get(dest)) if isinstance(dests, dict) and isinstance(dest, str) else named(pdf, dest)
+    if isinstance(dest, (str, bytes)):  # a named destination: by a name, or a string
+        dest = pdf.get(destinations(pdf).get(dest))
     dest = pdf.get(dest.get("D")) if isinstance(dest, dict) else dest
     if isinstance(dest, list) and dest:
         page = dest[0]
@@ -7198,28 +7201,29 @@ def destination_page(pdf, item):
     return None
 
 
-def named(pdf, name):
-    """Return a destination by its name, from the catalog's name tree of destinations (Names > Dests)."""
-    root = pdf.get(pdf.trailer.get("Root"))
-    names = pdf.get(root.get("Names"))
-    todo, seen = [names.get("Dests")] if isinstance(names, dict) else [], 0
-    while todo and seen < PDF_MAX_OUTLINE:
-        node, seen = pdf.get(todo.pop()), seen + 1
-        if not isinstance(node, dict):
-            continue
-        pairs = pdf.get(node.get("Names")) or []
-        for key, value in zip(pairs[::2], pairs[1::2]):
-            if key == name:
-                return pdf.get(value)
-        todo += pdf.get(node.get("Kids")) or []
-    return None
+def destinations(pdf):
+    """Return the file's named destinations, {name: destination}: the catalog's Dests (by names, str) and
+    its name tree Names > Dests (by strings, bytes), read once a file (at most PDF_MAX_OUTLINE nodes)."""
+    if pdf.destinations is None:
+        root = pdf.get(pdf.trailer.get("Root"))
+        dests, names = (pdf.get(root.get(key)) if isinstance(root, dict) else None for key in ("Dests", "Names"))
+        found = dict(dests) if isinstance(dests, dict) else {}
+        todo, seen = [names.get("Dests")] if isinstance(names, dict) else [], 0
+        while todo and seen < PDF_MAX_OUTLINE:
+            node, seen = pdf.get(todo.pop()), seen + 1
+            pairs, kids = (pdf.get(node.get(key)) if isinstance(node, dict) else None for key in ("Names", "Kids"))
+            pairs = pairs if isinstance(pairs, list) else []  # [name, destination, name, destination, ...]
+            found.update((key, value) for key, value in zip(pairs[::2], pairs[1::2]) if isinstance(key, bytes))
+            todo += kids if isinstance(kids, list) else []
+        pdf.destinations = found
+    return pdf.destinations
 
 
 def text_string(raw):
     """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
     PDFDocEncoding; "" for one that is not text (control characters, or over 300 characters)."""
     if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
-        text = raw[2:].decode("utf-16-be" if raw[0] == 0xFE else "utf-16-le", "replace")
+        text = raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
     elif raw[:3] == b"\xef\xbb\xbf":
         text = raw[3:].decode("utf-8", "replace")
     else:
@@ -8595,10 +8599,17 @@ def route_status(handler, site, params):
                         "note": snapshot.note, "reading": reading, "version": VERSION, "topics": topics(snapshot.index)})
 
 
-@lru_cache(maxsize=4)  # (by index: one a snapshot, read once)
 def topics(index, most=3):
     """Return a few of the documents' own section titles, for the page's hints: sections (those under a
-    chapter, where there are some), short and each once, taken evenly through the documents."""
+    chapter, where there are some), short and each once, taken evenly through the documents. Worked out
+    once an index (a snapshot's), and kept with it."""
+    if getattr(index, "topics", None) is None:
+        index.topics = section_titles(index, most)
+    return index.topics
+
+
+def section_titles(index, most):
+    """Return topics' titles, worked out from the index."""
     rows = index.rows("SELECT heading, min(number) FROM chunks WHERE heading != '' GROUP BY heading ORDER BY 2 LIMIT 5000")
     deep = [heading for heading, _ in rows if " > " in heading]
     titles = list(dict.fromkeys(title for heading in (deep if len(deep) >= most else [h for h, _ in rows])

@@ -1217,6 +1217,10 @@ class QuietWarmRunTest(TempFolder):
         self.assertEqual(run_main(run)[2], "rag.py: warning: skipped 2 files of other types (.log 1, .png 1)\n")
         self.write("docs/more.md", "The mileage rate is EUR 0.30.")  # one file more: no summary of the others
         self.assertEqual(run_main(run)[2], "")
+        index = rag.open_index(rag.index_path(os.path.join(self.folder, "cache"), [os.path.join(self.folder, "docs")]))
+        index.db.execute("UPDATE meta SET value = 'not JSON' WHERE key = 'told files'")  # (damaged: said again)
+        index.db.close()
+        self.assertEqual(run_main(run)[2], "rag.py: warning: skipped 2 files of other types (.log 1, .png 1)\n")
 
     def test_the_line_of_a_first_reading_counts_each_kind_of_loss(self):
         notes = ["", "rag.py: warning: skipped /d/a.pdf: no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf",
@@ -5099,6 +5103,9 @@ class PdfOutlineTest(TempFolder):
             with self.subTest(items=items):
                 self.assertEqual([page.replace("\n\n", "\n") for page in rag.pdf_pages(self.handbook(items), "x.pdf")],
                                  [page.replace("\n\n", "\n") for page in plain])
+        broken_tree = self.handbook([b"<</Title(Per diem)/Next 10 0 R/Dest(m)>>", b"<</Title(Mileage)/Dest[6 0 R/Fit]>>"],
+                                    names=b"<</Names<</m 1>>>>")  # a name tree whose names are no array: the rest read
+        self.assertEqual(rag.pdf_pages(broken_tree, "x.pdf")[1], "# Mileage\n\nMileage is paid at EUR 0.30.")
         many = [b"<</Title(T %d)/Next %d 0 R/Dest[6 0 R]>>" % (n, n + 1) for n in range(9, 9 + 20000)]
         self.assertEqual(rag.pdf_pages(self.handbook(many), "x.pdf")[1].count("# T "), rag.PDF_MAX_OUTLINE)
 
