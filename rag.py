@@ -8300,14 +8300,16 @@ def write_line(handler, text):
         raise ClientGone() from None
 
 
-def send(handler, status, body, content_type="text/plain; charset=utf-8", cookie=None):
-    """Send a whole response; end_headers adds the security headers."""
-    data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
+def send(handler, status, body, content_type="text/plain; charset=utf-8", cookie=None, headers=()):
+    """Send a whole response (text, bytes as they are, else JSON); end_headers adds the security headers."""
+    data = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json" if not isinstance(body, str) else content_type)
+    handler.send_header("Content-Type", content_type if isinstance(body, (str, bytes)) else "application/json")
     handler.send_header("Content-Length", str(len(data)))
     if cookie:
         handler.send_header("Set-Cookie", cookie)
+    for name, value in headers:
+        handler.send_header(name, value)
     if status >= 400:  # the body of a refused request may be unread: it must not pass for the next request
         handler.close_connection = True
         handler.send_header("Connection", "close")
@@ -8483,20 +8485,18 @@ def route_document(handler, site, params):
     found = site.live.current().index.rows("SELECT path FROM files WHERE source = ?", (source,))
     kind = DOCUMENT_TYPES.get(os.path.splitext(source)[1].lower())
     try:
-        with open(found[0][0] if found else "", "rb") as f:
+        if not found:
+            raise FileNotFoundError
+        with open(found[0][0], "rb") as f:
             data = f.read(site.config.max_file_bytes + 1)
-    except OSError:
+    except OSError:  # (none of that source, or gone since it was read)
         raise RagError("no such document", status=404) from None
     if len(data) > site.config.max_file_bytes:
         raise RagError("the document is larger than rag.py reads (--max-file-mb)", status=413)
-    handler.send_response(200)
-    handler.send_header("Content-Type", kind + "; charset=utf-8" if kind == "text/plain" else kind or "application/octet-stream")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.send_header("Content-Disposition", ("inline" if kind else "attachment") + "; filename*=UTF-8''"
-                        + urllib.parse.quote(os.path.basename(source)))
     handler.policy = "frame-ancestors 'none'" if kind == "application/pdf" else "sandbox; default-src 'none'"  # (the viewer)
-    handler.end_headers()
-    handler.wfile.write(data)
+    send(handler, 200, data, kind + "; charset=utf-8" if kind == "text/plain" else kind or "application/octet-stream",
+         headers=[("Content-Disposition", ("inline" if kind else "attachment") + "; filename*=UTF-8''"
+                   + urllib.parse.quote(os.path.basename(source)))])
 
 
 def marked(text, question):
