@@ -6506,6 +6506,10 @@ IDENTITY = (1, 0, 0, 1, 0, 0)
 PDF_STRING = rb"\(((?:[^()\\]|\\[\s\S])*)\)"  # a literal string without parentheses in it
 TEXT_ARRAY = re.compile(rb"\[((?:[^\[\]()\\]|" + PDF_STRING + rb")*)\]")  # the usual operand of TJ
 TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d*|\.\d+))")
+# Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf): each is read in one match,
+# and the numbers of an operator not read (a path, a colour) are never converted.
+SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)[ \t\r\n\f]+){0,8})"
+                              rb"(?!R(?!" + REGULAR + rb"))([A-Za-z'\"]" + REGULAR + rb"*)")  # (not "1 0 R", a reference)
 INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
 
 
@@ -6551,17 +6555,27 @@ def run_content(pdf, data, resources, state, page, forms=()):
     drawing, state = Drawing(pdf, resources, fonts, xobjects, page, forms, []), TextState(*state)
     operands, pos, count = [], 0, 0
     while True:
-        m = PDF_TOKEN.match(data, pos)
-        if not m:
-            return
-        pos, kind = m.end(), m.lastindex
-        if kind == 3:  # a number: most operands are one, so they are read here, without a call each
-            operands.append(pdf_number(m[3]))
-            continue
-        if kind != 7:  # another operand
-            pos = read_operand(data, m, operands)
-            continue
-        op, count = m[7], count + 1
+        m = not operands and SIMPLE_OPERATION.match(data, pos)
+        if m:  # numbers and names, then the operator: most operations, read in one match
+            pos, op = m.end(), m[2]
+            if op not in OPERATORS:  # a path, a colour, a line width...: nothing to read
+                if op != b"BI":
+                    continue
+            else:
+                operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+        else:
+            m = PDF_TOKEN.match(data, pos)
+            if not m:
+                return
+            pos, kind = m.end(), m.lastindex
+            if kind == 3:  # a number: most operands are one, so they are read here, without a call each
+                operands.append(pdf_number(m[3]))
+                continue
+            if kind != 7:  # another operand
+                pos = read_operand(data, m, operands)
+                continue
+            op = m[7]
+        count += 1
         if count % 4096 == 0:
             pdf.check_time()
         if op == b"BI":  # an inline image: skip its bytes, which may look like anything
