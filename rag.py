@@ -303,7 +303,8 @@ class Answer:
 HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index (Appendix: one run reads at a time)
          "indexed": lambda text: text,  # what the index reads of a chunk's text (Appendix: contents pages)
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
-         "told": lambda db, key, lines: [warn(line) for line in lines]}  # what a run learns (the same appendix)
+         "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
+         "read": lambda file, most_bytes: read_file(file, most_bytes)}  # one file (Appendix: a file copied)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -964,7 +965,6 @@ def query_weights(tokens, k3=BM25_K3):
     short question; in a long one (LONG_QUESTION tokens or more, a pasted paragraph) what its count n
     is worth, saturated as a chunk's term frequency is: n * (k3 + 1) / (n + k3), 1.0 for once, at most
     k3 + 1. A paragraph repeats the words it is about; a short question's repeats say little.
-
     Example: query_weights(["tax"] * 2 + ["file"]) -> {"tax": 1.0, "file": 1.0} (a short question)"""
     if len(tokens) < LONG_QUESTION:
         return dict.fromkeys(tokens, 1.0)
@@ -1403,7 +1403,7 @@ def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
     now (a permission, a limit) is kept with no identity, to be read again next run."""
     read, kept, notes = [], [], []
     for file in files:
-        paragraphs, said, again = read_file(file, most_bytes)
+        paragraphs, said, again = HOOKS["read"](file, most_bytes)
         if said:
             notes.append((file.path, said))
         kept.append(replace(file, identity="") if again else file)
@@ -4863,6 +4863,61 @@ def count_in_worker(pages, size):
     """Add a file read, of so many pages and bytes, to the tally shared with the main process."""
     with WORKER_TALLY.get_lock():  # (the other workers add to it too)
         WORKER_TALLY[0], WORKER_TALLY[1], WORKER_TALLY[2] = WORKER_TALLY[0] + 1, WORKER_TALLY[1] + pages, WORKER_TALLY[2] + size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appendix: a file copied is read once. A team's folders hold the same file under other names ("report
+# (1).pdf", "Copy of report.pdf", the same file in two folders). Files of one size are read one after the
+# other, and a file whose bytes are those of the file read just before takes its paragraphs instead of
+# being read again: comparing bytes costs far less than reading a PDF. (Within one process: workers read
+# a copy again when it falls in another batch.) Wraps HOOKS["parts"], adds HOOKS["read"].
+# ---------------------------------------------------------------------------------------------------
+
+COPY_MIN_BYTES = 2**16  # smaller files are read again: comparing them would cost about as much
+LAST_READ = {}          # "file": (path, size, paragraphs) of the last file read in this process, if it said nothing
+
+
+def copies_together(files):
+    """Return the files in order, except that each of COPY_MIN_BYTES or more follows the first of its size."""
+    same_size = {}
+    for file in files:
+        if file_size(file) >= COPY_MIN_BYTES:
+            same_size.setdefault(file_size(file), []).append(file)
+    ordered = []
+    for file in files:
+        group = same_size.pop(file_size(file), None) if file_size(file) >= COPY_MIN_BYTES else [file]
+        ordered += group or []  # (None: a later file of a size already placed)
+    return ordered
+
+
+def parts_with_copies_together(files, most_bytes=MAX_FILE_BYTES, tell=None, parts=HOOKS["parts"]):
+    """HOOKS["parts"], given the files with each copy after the file it may be a copy of."""
+    return parts(copies_together(files), most_bytes, tell)
+
+
+def read_copies_once(file, most_bytes=MAX_FILE_BYTES):
+    """read_file, except that a copy of the file read just before gives that file's paragraphs, unread."""
+    last, size = LAST_READ.pop("file", None), file_size(file)
+    if last and last[1] == size >= COPY_MIN_BYTES and same_bytes(last[0], file.path):
+        LAST_READ["file"] = last
+        return last[2], [], False
+    last = None  # (its paragraphs go before the next file is read)
+    paragraphs, said, again = read_file(file, most_bytes)
+    if paragraphs is not None and not said and not again:
+        LAST_READ["file"] = (file.path, size, paragraphs)
+    return paragraphs, said, again
+
+
+def same_bytes(path, other):
+    """Return whether two files hold the same bytes (False if either cannot be read)."""
+    import filecmp
+    try:
+        return filecmp.cmp(path, other, shallow=False)
+    except OSError:
+        return False
+
+
+HOOKS["parts"], HOOKS["read"] = parts_with_copies_together, read_copies_once
 
 
 # ---------------------------------------------------------------------------------------------------

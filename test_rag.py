@@ -6169,6 +6169,37 @@ class MixedFolderTest(TempFolder):
             "rag.py: warning: skipped {docs}{sep}team1{sep}scan.pdf: no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf"]]
             + [line.replace("team1", "team2{sep}2024".format(sep=os.sep)) for line in said.splitlines()[:5]])
 
+    def test_a_file_copied_is_read_once_and_indexed_as_its_original_in_every_format(self):
+        """A copy under another name and folder takes the paragraphs of the file read just before it (files of
+        one size are read one after the other), in one process; workers, or none, index the same. A file
+        that said something when read is read again (what it says names it), as is one of the same size
+        with other bytes."""
+        docs = os.path.join(self.folder, "docs")
+        self.write_every_format(os.path.join(docs, "team"), "the report")
+        for name in os.listdir(os.path.join(docs, "team")):
+            with open(os.path.join(docs, "team", name), "rb") as f:
+                self.write(os.path.join(docs, "z-archive", "Copy of " + name), f.read())
+        self.write(os.path.join(docs, "other", "a.txt"), "The text file says the rePort is due in 9 days.")
+        read, real_read = [], rag.read_file
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 1), \
+                mock.patch.object(rag, "read_file", lambda file, most: read.append(file.path) or real_read(file, most)):
+            by_one, read_by_one = self.index_with(docs, 1), list(read)
+            self.assertEqual(self.index_with(docs, 2), by_one)
+            self.assertEqual(self.index_with(docs, 0), by_one)
+        said_something = {"binary.txt", "broken.docx", "old.txt", "partly.pdf", "scan.pdf"}
+        self.assertEqual(sorted(os.path.relpath(path, docs) for path in read_by_one), sorted(
+            [os.path.join("team", name) for name in os.listdir(os.path.join(docs, "team"))]
+            + [os.path.join("z-archive", "Copy of " + name) for name in said_something] + [os.path.join("other", "a.txt")]))
+        (files, chunks), hits, said = by_one
+        by_path = {}
+        for path, source, *rest in chunks:
+            by_path.setdefault(os.path.relpath(path, docs), []).append(rest)
+        for name in os.listdir(os.path.join(docs, "team")):
+            with self.subTest(name=name):
+                self.assertEqual(by_path.get(os.path.join("z-archive", "Copy of " + name)), by_path.get(os.path.join("team", name)))
+        self.assertIn("rePort", by_path[os.path.join("other", "a.txt")][0][-1])
+        self.assertEqual(len(said.splitlines()), 2 * len(said_something))  # the copies that say something say it too
+
 
 # ----------------------------------------------------------------------------------------- Appendix: the page
 
