@@ -4874,11 +4874,12 @@ def count_in_worker(pages, size):
 # ---------------------------------------------------------------------------------------------------
 
 COPY_MIN_BYTES = 2**16  # smaller files are read again: comparing them would cost about as much
-LAST_READ = {}          # "file": (path, size, paragraphs) of the last file read in this process, if it said nothing
+LAST_READ = {}          # "file": (path, size, paragraphs) of the last file read here, if a copy may follow it
 
 
 def copies_together(files):
-    """Return the files in order, except that each of COPY_MIN_BYTES or more follows the first of its size."""
+    """Return the files in order, except that each of COPY_MIN_BYTES or more follows the first of its size;
+    a file with another of its size after it is read by before_a_copy (its paragraphs are kept till then)."""
     same_size = {}
     for file in files:
         if file_size(file) >= COPY_MIN_BYTES:
@@ -4886,8 +4887,13 @@ def copies_together(files):
     ordered = []
     for file in files:
         group = same_size.pop(file_size(file), None) if file_size(file) >= COPY_MIN_BYTES else [file]
-        ordered += group or []  # (None: a later file of a size already placed)
+        ordered += [replace(f, reader=partial(before_a_copy, f.reader)) for f in group[:-1]] + group[-1:] if group else []
     return ordered
+
+
+def before_a_copy(reader, data, path):
+    """Read a file as its reader does: one that may have a copy after it (the mark that keeps its paragraphs)."""
+    return reader(data, path)
 
 
 def parts_with_copies_together(files, most_bytes=MAX_FILE_BYTES, tell=None, parts=HOOKS["parts"]):
@@ -4898,12 +4904,12 @@ def parts_with_copies_together(files, most_bytes=MAX_FILE_BYTES, tell=None, part
 def read_copies_once(file, most_bytes=MAX_FILE_BYTES):
     """read_file, except that a copy of the file read just before gives that file's paragraphs, unread."""
     last, size = LAST_READ.pop("file", None), file_size(file)
-    if last and last[1] == size >= COPY_MIN_BYTES and same_bytes(last[0], file.path):
-        LAST_READ["file"] = last
-        return last[2], [], False
-    last = None  # (its paragraphs go before the next file is read)
-    paragraphs, said, again = read_file(file, most_bytes)
-    if paragraphs is not None and not said and not again:
+    if last and last[1] == size and same_bytes(last[0], file.path):
+        paragraphs, said, again = last[2], [], False
+    else:
+        last = None  # (its paragraphs go before this file is read)
+        paragraphs, said, again = read_file(file, most_bytes)
+    if paragraphs is not None and not said and not again and getattr(file.reader, "func", None) is before_a_copy:
         LAST_READ["file"] = (file.path, size, paragraphs)
     return paragraphs, said, again
 
