@@ -1407,10 +1407,11 @@ def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
         if said:
             notes.append((file.path, said))
         kept.append(replace(file, identity="") if again else file)
-        if paragraphs is not None:
-            read.append((file, split_document(Document(file.source, paragraphs))))
         if count:
             count(max([paragraph.page for paragraph in paragraphs or ()] or [0]), file_size(file))
+        if paragraphs is not None:
+            read.append((file, split_document(Document(file.source, paragraphs))))
+        paragraphs = None  # (gone before part_of: a long PDF's paragraphs were a third of its memory)
     return part_of(read, kept, notes, len(files))
 
 
@@ -2076,9 +2077,8 @@ def use_embeddings(index, config, cache=None, progress=None):
         return None, "lexical"
 
 
-# How the servers say that a text is longer than the embedding model takes: Ollama "the input length
-# exceeds the context length", llama-server "input (700 tokens) is too large to process", vLLM "maximum
-# context length is 512 tokens".
+# How the servers say that a text is longer than the embedding model takes: Ollama "the input length exceeds
+# the context length", llama-server "input (700 tokens) is too large to process", vLLM "maximum context length is 512 tokens".
 TOO_LONG = re.compile(r"length|too large|too long", re.IGNORECASE)
 
 
