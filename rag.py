@@ -4757,7 +4757,8 @@ def megabytes(size):
 # ---------------------------------------------------------------------------------------------------
 
 INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
-INDEX_BATCH_BYTES = 2**20  # a folder is read in three batches a core, of this many bytes at least
+INDEX_BATCH_BYTES = 2**20  # a folder is read in eight batches a core (of this many bytes at least): with
+                           # three, a core sat idle while the other read the last (20 MB of files: 16.5 -> 13.5 s)
 
 
 def parts_made_by_workers(files, most_bytes=MAX_FILE_BYTES, tell=None):
@@ -4767,7 +4768,7 @@ def parts_made_by_workers(files, most_bytes=MAX_FILE_BYTES, tell=None):
     (while another rag.py writes, say) take memory. tell, if given, is told of the files read so far:
     [files, pages, bytes], at least every PROGRESS_SECONDS."""
     cores = min(os.cpu_count() or 1, INDEX_WORKERS)
-    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (3 * cores)))
+    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (8 * cores)))
     batches = file_batches(files, most)
     workers = min(cores, len(batches))
     pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
