@@ -4757,8 +4757,9 @@ def megabytes(size):
 # ---------------------------------------------------------------------------------------------------
 
 INDEX_WORKERS = 8          # processes reading files at once, at most (and at most one per core)
-INDEX_BATCH_BYTES = 2**20  # a folder is read in eight batches a core (of this many bytes at least): with
-                           # three, a core sat idle while the other read the last (20 MB of files: 16.5 -> 13.5 s)
+INDEX_BATCH_BYTES = 2**20  # a folder is read in eight batches a core, 24 at most (of this many bytes at least):
+                           # with three, a core sat idle while the other read the last (20 MB: 16.5 -> 13.5 s);
+                           # each batch is a part, a row that a question reads for each of its words
 
 
 def parts_made_by_workers(files, most_bytes=MAX_FILE_BYTES, tell=None):
@@ -4768,7 +4769,7 @@ def parts_made_by_workers(files, most_bytes=MAX_FILE_BYTES, tell=None):
     (while another rag.py writes, say) take memory. tell, if given, is told of the files read so far:
     [files, pages, bytes], at least every PROGRESS_SECONDS."""
     cores = min(os.cpu_count() or 1, INDEX_WORKERS)
-    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // (8 * cores)))
+    most = min(INDEX_PART_BYTES, max(INDEX_BATCH_BYTES, sum(map(file_size, files)) // min(8 * cores, 24)))
     batches = file_batches(files, most)
     workers = min(cores, len(batches))
     pool, ahead, tally = start_workers(workers, batches[:workers], most_bytes) if workers > 1 else (None, None, None)
@@ -4875,19 +4876,19 @@ def count_in_worker(pages, size):
 # ---------------------------------------------------------------------------------------------------
 
 COPY_MIN_BYTES = 2**16  # smaller files are read again: comparing them would cost about as much
-LAST_READ = {}          # "file": (path, size, paragraphs) of the last file read here, if a copy may follow it
+LAST_READ = {}          # "file": (File, paragraphs) of the last file read here, if a copy may follow it
 
 
 def copies_together(files):
-    """Return the files in order, except that each of COPY_MIN_BYTES or more follows the first of its size;
-    a file with another of its size after it is read by before_a_copy (its paragraphs are kept till then)."""
-    same_size = {}
+    """Return the files in order, except that each of COPY_MIN_BYTES or more follows the first of its size
+    and reader; a file with another such after it is read by before_a_copy (its paragraphs kept till then)."""
+    same = {}
     for file in files:
         if file_size(file) >= COPY_MIN_BYTES:
-            same_size.setdefault(file_size(file), []).append(file)
+            same.setdefault((file_size(file), file.reader), []).append(file)
     ordered = []
     for file in files:
-        group = same_size.pop(file_size(file), None) if file_size(file) >= COPY_MIN_BYTES else [file]
+        group = same.pop((file_size(file), file.reader), None) if file_size(file) >= COPY_MIN_BYTES else [file]
         ordered += [replace(f, reader=partial(before_a_copy, f.reader)) for f in group[:-1]] + group[-1:] if group else []
     return ordered
 
@@ -4899,27 +4900,51 @@ def before_a_copy(reader, data, path):
 
 def parts_with_copies_together(files, most_bytes=MAX_FILE_BYTES, tell=None, parts=HOOKS["parts"]):
     """HOOKS["parts"], given the files with each copy after the file it may be a copy of."""
-    return parts(copies_together(files), most_bytes, tell)
+    try:
+        yield from parts(copies_together(files), most_bytes, tell)
+    finally:
+        LAST_READ.clear()  # (a run stopped before a copy was read)
 
 
 def read_copies_once(file, most_bytes=MAX_FILE_BYTES):
-    """read_file, except that a copy of the file read just before gives that file's paragraphs, unread."""
-    last, size = LAST_READ.pop("file", None), file_size(file)
-    if last and last[1] == size and same_bytes(last[0], file.path):
-        paragraphs, said, again = last[2], [], False
+    """read_file, except that a copy of the file read just before, by the same reader, gives that file's
+    paragraphs, unread. That file must be as it was listed (not changed while it was read)."""
+    last = LAST_READ.pop("file", None)
+    if last and plain_reader(last[0]) == plain_reader(file) and file_size(last[0]) == file_size(file) \
+            and listed_as(last[0]) and same_bytes(last[0].path, file.path):
+        paragraphs, said, again = last[1], [], False
     else:
         last = None  # (its paragraphs go before this file is read)
         paragraphs, said, again = read_file(file, most_bytes)
-    if paragraphs is not None and not said and not again and getattr(file.reader, "func", None) is before_a_copy:
-        LAST_READ["file"] = (file.path, size, paragraphs)
+    if paragraphs is not None and not said and not again and plain_reader(file) is not file.reader:
+        LAST_READ["file"] = (file, paragraphs)
     return paragraphs, said, again
+
+
+def plain_reader(file):
+    """Return a file's reader, without the mark of before_a_copy."""
+    return file.reader.args[0] if getattr(file.reader, "func", None) is before_a_copy else file.reader
+
+
+def listed_as(file):
+    """Return whether a file is still as it was found: its size, time and inode."""
+    try:
+        info = os.stat(file.path)
+    except OSError:
+        return False
+    return file.identity == f"{info.st_size} {info.st_mtime_ns} {info.st_ino}"
 
 
 def same_bytes(path, other):
     """Return whether two files hold the same bytes (False if either cannot be read)."""
-    import filecmp
     try:
-        return filecmp.cmp(path, other, shallow=False)
+        with open(path, "rb") as one, open(other, "rb") as two:
+            while True:
+                block = one.read(2**20)
+                if block != two.read(2**20):
+                    return False
+                if not block:
+                    return True
     except OSError:
         return False
 
@@ -6617,6 +6642,9 @@ def run_content(pdf, data, resources, state, page, forms=()):
     drawing, state = Drawing(pdf, resources, fonts, xobjects, page, forms, []), TextState(*state)
     operands, pos, count = [], 0, 0
     while True:
+        count += 1
+        if count % 4096 == 0:  # (every operation and token: a page of paths alone is timed too)
+            pdf.check_time()
         m = not operands and SIMPLE_OPERATION.match(data, pos)
         if m:  # numbers and names, then the operator: most operations, read in one match
             pos, op = m.end(), m[2]
@@ -6637,9 +6665,6 @@ def run_content(pdf, data, resources, state, page, forms=()):
                 pos = read_operand(data, m, operands)
                 continue
             op = m[7]
-        count += 1
-        if count % 4096 == 0:
-            pdf.check_time()
         if op == b"BI":  # an inline image: skip its bytes, which may look like anything
             end = INLINE_IMAGE_END.search(data, data.find(b"ID", pos) + 3)
             pos = end.end() if end else len(data)

@@ -5309,6 +5309,12 @@ class PdfHostileFilesTest(unittest.TestCase):
         with mock.patch.object(rag, "PDF_MAX_SECONDS", 0.5), mock.patch.object(rag, "PDF_PAGE_SECONDS", 0.25):
             self.assert_skipped(write_pdf(objects), "took longer than its 1 s (PDF_MAX_SECONDS, and PDF_PAGE_SECONDS a page")
 
+    def test_a_page_of_paths_alone_stops_at_the_time_budget(self):
+        """Paths and colours are passed over in one match each, and counted as any operation: timed too."""
+        objects = one_page(HELLO + b" " + b"10 20 m 30 40 l 0 0 1 rg S\n" * 200000)
+        with mock.patch.object(rag, "PDF_MAX_SECONDS", 0.01), mock.patch.object(rag, "PDF_PAGE_SECONDS", 0.01):
+            self.assert_skipped(write_pdf(objects), "took longer than its 0 s (PDF_MAX_SECONDS")
+
     def test_reference_cycles_end(self):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (ok) Tj ET", extra=[b"7 0 R", b"6 0 R"])
         objects[4] = b"<</Length 6 0 R>>stream\nBT /F1 10 Tf 72 700 Td (ok) Tj ET\nendstream"  # 6 -> 7 -> 6
@@ -6180,6 +6186,8 @@ class MixedFolderTest(TempFolder):
             with open(os.path.join(docs, "team", name), "rb") as f:
                 self.write(os.path.join(docs, "z-archive", "Copy of " + name), f.read())
         self.write(os.path.join(docs, "other", "a.txt"), "The text file says the rePort is due in 9 days.")
+        for name in ("page.html", "page.txt"):  # the same bytes, read by two readers: each its own way
+            self.write(os.path.join(docs, "web", name), "<p>The <b>web page</b> says the report is due.</p>")
         read, real_read = [], rag.read_file
         with mock.patch.object(rag, "COPY_MIN_BYTES", 1), \
                 mock.patch.object(rag, "read_file", lambda file, most: read.append(file.path) or real_read(file, most)):
@@ -6189,7 +6197,8 @@ class MixedFolderTest(TempFolder):
         said_something = {"binary.txt", "broken.docx", "old.txt", "partly.pdf", "scan.pdf"}
         self.assertEqual(sorted(os.path.relpath(path, docs) for path in read_by_one), sorted(
             [os.path.join("team", name) for name in os.listdir(os.path.join(docs, "team"))]
-            + [os.path.join("z-archive", "Copy of " + name) for name in said_something] + [os.path.join("other", "a.txt")]))
+            + [os.path.join("z-archive", "Copy of " + name) for name in said_something] + [os.path.join("other", "a.txt")]
+            + [os.path.join("web", "page.html"), os.path.join("web", "page.txt")]))
         (files, chunks), hits, said = by_one
         by_path = {}
         for path, source, *rest in chunks:
@@ -6198,7 +6207,22 @@ class MixedFolderTest(TempFolder):
             with self.subTest(name=name):
                 self.assertEqual(by_path.get(os.path.join("z-archive", "Copy of " + name)), by_path.get(os.path.join("team", name)))
         self.assertIn("rePort", by_path[os.path.join("other", "a.txt")][0][-1])
+        self.assertEqual([by_path[os.path.join("web", name)][0][-1] for name in ("page.html", "page.txt")],
+                         ["The web page says the report is due.", "<p>The <b>web page</b> says the report is due.</p>"])
         self.assertEqual(len(said.splitlines()), 2 * len(said_something))  # the copies that say something say it too
+
+    def test_a_file_changed_after_it_was_listed_gives_no_copy_its_paragraphs(self):
+        """a.txt is read, then made the same as b.txt: b.txt's bytes equal a.txt's, but not those a.txt's
+        paragraphs came from, so b.txt is read."""
+        docs = os.path.join(self.folder, "docs")
+        self.write("docs/a.txt", "Alpha says the report is due in May.")
+        self.write("docs/b.txt", "Bravo says the report is due in Jun.")
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 1):
+            first, second = rag.copies_together(rag.find_files([docs]))
+            self.assertIn("Alpha", rag.read_copies_once(first)[0][0].text)
+            changed = self.write("docs/a.txt", "Bravo says the report is due in Jun.")
+            os.utime(changed, ns=(time.time_ns(), os.stat(changed).st_mtime_ns + 10**9))  # (a clock coarser than this test)
+            self.assertIn("Bravo", rag.read_copies_once(second)[0][0].text)
 
 
 # ----------------------------------------------------------------------------------------- Appendix: the page
