@@ -4888,9 +4888,9 @@ def copies_together(files):
             same.setdefault((file_size(file), file.reader), []).append(file)
     ordered = []
     for file in files:
-        group = same.pop((file_size(file), file.reader), None) if file_size(file) >= COPY_MIN_BYTES else [file]
-        ordered += [replace(f, reader=partial(before_a_copy, f.reader)) for f in group[:-1]] + group[-1:] if group else []
-    return ordered
+        group = same.pop((file_size(file), file.reader), []) if file_size(file) >= COPY_MIN_BYTES else [file]
+        ordered += [replace(f, reader=partial(before_a_copy, f.reader)) for f in group[:-1]] + group[-1:]
+    return ordered  # (a later file of a size and reader already placed has an empty group)
 
 
 def before_a_copy(reader, data, path):
@@ -4927,12 +4927,8 @@ def plain_reader(file):
 
 
 def listed_as(file):
-    """Return whether a file is still as it was found: its size, time and inode."""
-    try:
-        info = os.stat(file.path)
-    except OSError:
-        return False
-    return file.identity == f"{info.st_size} {info.st_mtime_ns} {info.st_ino}"
+    """Return whether a file is still as it was found: its size, time and inode (file_identity)."""
+    return bool(file.identity) and file_identity(file.path, False, set()) == file.identity
 
 
 def same_bytes(path, other):
@@ -6648,11 +6644,10 @@ def run_content(pdf, data, resources, state, page, forms=()):
         m = not operands and SIMPLE_OPERATION.match(data, pos)
         if m:  # numbers and names, then the operator: most operations, read in one match
             pos, op = m.end(), m[2]
-            if op not in OPERATORS:  # a path, a colour, a line width...: nothing to read
-                if op != b"BI":
-                    continue
-            else:
+            if op in OPERATORS:
                 operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+            elif op != b"BI":  # a path, a colour, a line width...: nothing to read
+                continue
         else:
             m = PDF_TOKEN.match(data, pos)
             if not m:
