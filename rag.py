@@ -5416,6 +5416,7 @@ MAX_CID = 65535                 # the largest glyph number (CID) a font can have
 PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
+PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text)
 PDF_OVERDRAW = 0.1              # the same text drawn again this many font sizes on is drawn once (poppler's)
 PDF_OVERDRAWN = 8               # texts kept of one place to look for copies in (a report draws a field 2-4 times)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
@@ -6919,14 +6920,62 @@ def run_form(state, xobject, ref, drawing):
     matrix = tuple(float(pdf.get(matrix[i])) for i in range(6))
     inner = (multiply(matrix, state.ctm),) + graphics_state(state)[1:]
     inner_resources = xobject.info.get("Resources") or drawing.resources
+    depth = drawing.page["marked"]
     run_content(pdf, pdf.decode(xobject), inner_resources, inner, drawing.page, drawing.forms + (ref,))
+    while drawing.page["marked"] > depth:  # (what a form leaves open ends with it: ISO 32000-1 14.6)
+        end_marked(state, (), drawing)
+
+
+def begin_marked(state, operands, drawing):
+    """BMC, BDC: begin a marked sequence. One whose properties have an ActualText has that text instead of
+    its glyphs' (ISO 32000-1 14.9.4): a ligature's, a word's hyphenated at a line end (none), a glyph's
+    that has no Unicode value (LibreOffice draws a character its font lacks so). The outermost counts."""
+    page = drawing.page
+    page["marked"] += 1
+    text = actual_text(drawing, operands[1]) if len(operands) > 1 and not page["actual"] else None
+    if text is not None:  # (its text, its first span, its depth)
+        page["actual"] = (text, len(page["spans"]), page["marked"])
+
+
+def actual_text(drawing, properties):
+    """Return the ActualText of a marked sequence's properties (a dictionary, or its name in the resources'
+    Properties): "" for the glyphs of no text, " " for white space, None for none or one that is not text."""
+    pdf, ref = drawing.pdf, None
+    if isinstance(properties, str):
+        ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
+        properties = pdf.get(ref)
+    raw = properties.get("ActualText") if isinstance(properties, dict) else None
+    if ref is not None and pdf.decrypt and isinstance(raw, bytes):  # (an object's strings are encrypted with
+        own = isinstance(ref, Ref) and isinstance(pdf.entries.get(ref.num), int)  # its key, unless in an object
+        raw = pdf.decrypt(ref.num, ref.gen, raw) if own else raw if isinstance(ref, Ref) else None  # stream)
+    if not isinstance(raw, bytes):
+        return None
+    letters = raw.lstrip(b"\xfe\xff").replace(b"\x00", b"")
+    if not letters.strip():
+        return " " if letters else ""
+    text = text_string(raw, PDF_ACTUAL_TEXT)
+    return text.replace("\xad", "") or None if text else None  # (a soft hyphen says where a word may break:
+                                                              # alone, it leaves the glyph, a hyphen or none)
+
+
+def end_marked(state, operands, drawing):
+    """EMC: end the marked sequence begun last. The spans drawn since an ActualText began become one of
+    its text, from the first to the last on the first's line (a sequence not ended keeps its glyphs)."""
+    page, actual = drawing.page, drawing.page["actual"]
+    if actual and actual[2] == page["marked"]:
+        text, start, _ = actual
+        drawn, page["actual"] = page["spans"][start:], None
+        del page["spans"][start:]
+        line = [span for span in drawn if span[2] == drawn[0][2] and span[5:] == drawn[0][5:]]
+        page["spans"] += [(line[0][0], max(span[1] for span in line), *line[0][2:4], text, *line[0][5:])] if drawn and text else []
+    page["marked"] = max(page["marked"] - 1, 0)
 
 
 OPERATORS = {b"Tj": show_string, b"TJ": show_array, b"'": show_on_next_line, b'"': show_spaced,
              b"Td": move_line, b"TD": move_line_and_lead, b"T*": next_line, b"Tm": set_text_matrix,
              b"BT": begin_text, b"Tf": set_font, b"Tc": set_char_space, b"Tw": set_word_space,
              b"Tz": set_scale, b"TL": set_leading, b"cm": transform, b"q": save_state, b"Q": restore_state,
-             b"Do": draw_xobject}
+             b"Do": draw_xobject, b"BMC": begin_marked, b"BDC": begin_marked, b"EMC": end_marked}
 
 
 def font_of(pdf, fonts, font_name):
@@ -7132,7 +7181,7 @@ def pdf_pages(data, path):
         budget.until, titles = math.inf, outline(pdf)  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
-            drawn = {"spans": [], "images": 0}
+            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None}
             if skipped and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):  # the file's budget is spent
                 skipped.append((number, ""))
                 continue
@@ -7315,9 +7364,9 @@ def destinations(pdf):
     return pdf.destinations
 
 
-def text_string(raw):
+def text_string(raw, most=300):
     """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
-    PDFDocEncoding; "" for one that is not text (control characters, or over 300 characters)."""
+    PDFDocEncoding; "" for one that is not text (control characters, or over most characters)."""
     if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
         text = raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
     elif raw[:3] == b"\xef\xbb\xbf":
@@ -7325,7 +7374,7 @@ def text_string(raw):
     else:
         text = "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
     text = " ".join(text.split())
-    return "" if len(text) > 300 or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
+    return "" if len(text) > most or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
 
 
 def with_outline(texts, titles):

@@ -4529,8 +4529,10 @@ def user_entry(key, revision):
 
 
 def with_encryption(objects, lock, encrypt):
-    """Return a PDF of objects whose stream data lock(object number, data) encrypts, and an /Encrypt."""
-    objects = [(obj[0], lock(num, obj[1])) if isinstance(obj, tuple) else obj for num, obj in enumerate(objects, 1)]
+    """Return a PDF of objects whose stream data lock(object number, data) encrypts, and an /Encrypt; an
+    object may be a function that writes itself given the object's lock (for a string of its own)."""
+    objects = [(obj[0], lock(num, obj[1])) if isinstance(obj, tuple) else obj(functools.partial(lock, num)) if callable(obj) else obj
+               for num, obj in enumerate(objects, 1)]
     trailer = b"/Encrypt %d 0 R/ID[<%s><%s>]" % (len(objects) + 1, FILE_ID.hex().encode(), FILE_ID.hex().encode())
     return write_pdf(objects + [encrypt], trailer=trailer)
 
@@ -5152,6 +5154,27 @@ class PdfTextTest(unittest.TestCase):
         for content, page in zip(written[1:], pages[1:]):
             with self.subTest(content=content):
                 self.assertEqual(page, pages[0])
+
+    def test_an_actual_text_is_read_instead_of_the_glyphs_it_marks(self):
+        """A marked sequence with an ActualText (ISO 32000-1 14.9.4) stands for its glyphs: LibreOffice draws a
+        glyph its font lacks as a blank glyph with the character as ActualText, others a ligature or a hyphen
+        ("" is no text). It is drawn once, where its first glyph is, inline or named in the resources'
+        Properties, the outermost of nested ones; a sequence without one, or with one that is not text
+        (a control character), keeps its glyphs; and what a form leaves open ends with it."""
+        form = stream(b"/Subtype/Form/BBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>",
+                      b"/Span<</ActualText(lost)>>BDC BT /F1 10 Tf 72 580 Td (x) Tj ET")  # (left open)
+        content = (b"BT /F1 10 Tf 72 700 Td /Span<</ActualText(fi)>>BDC (X) Tj EMC (nd) Tj "
+                   b"0 -20 Td (up) Tj /Span /MC0 BDC (?) Tj EMC "
+                   b"0 -20 Td (co) Tj /Span<</ActualText()>>BDC (-) Tj EMC 0 -20 Td (op) Tj "
+                   b"0 -20 Td (o) Tj /Span<</ActualText(ffi)>>BDC (f) Tj /P<</MCID 3>>BDC /Span<</ActualText(zz)>>BDC (f) Tj EMC EMC "
+                   b"[(i)] TJ EMC (ce) Tj 0 -20 Td /P<</MCID 4>>BDC (kept) Tj EMC /Span<</ActualText(\\001)>>BDC ( too) Tj EMC ET "
+                   b"/Fm0 Do BT /F1 10 Tf 72 560 Td (after) Tj ET")
+        resources = b"/Properties<</MC0<</ActualText<FEFF4E0A>>>>>/XObject<</Fm0 6 0 R>>"
+        self.assertEqual(text_of(one_page(content, info=resources, extra=[form]))[0][0], "find\nup上\nco\nop\noffice\nkept too\nlost\nafter")
+        named = lambda lock: b"<</ActualText<%s>>>" % lock(b"\xfe\xff\x4e\x0a").hex().encode()  # (its string encrypted)
+        locked = encrypted_rc4(one_page(b"BT /F1 10 Tf 72 700 Td (up) Tj /Span /MC0 BDC (?) Tj EMC ET",
+                                        info=b"/Properties<</MC0 6 0 R>>", extra=[named]), 3)
+        self.assertEqual(quiet_pages(locked)[0], ["up上"])
 
     def test_td_and_tm_start_lines_and_t_star_uses_leading(self):
         content = (b"BT /F1 10 Tf 12 TL 72 700 Td (one) Tj 0 -12 Td (two) Tj T* (three) Tj "
