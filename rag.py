@@ -5518,6 +5518,23 @@ def unescape(raw):
                   else ESCAPES.get(m[1], m[1]), raw)
 
 
+PDF_DOC_ENCODING = dict(zip(range(0x80, 0xA1), "•†‡…—–ƒ⁄‹›−‰„“”‘’‚™ﬁﬂŁŒŠŸŽıłœšž\ufffd€"))  # of text strings, where it
+                                                                                  # is not Latin-1 (ISO 32000-1 D.2)
+
+
+def text_string(raw, most=300):
+    """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
+    PDFDocEncoding; "" for one that is not text (control characters, or over most characters)."""
+    if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
+        text = raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
+    elif raw[:3] == b"\xef\xbb\xbf":
+        text = raw[3:].decode("utf-8", "replace")
+    else:
+        text = "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
+    text = " ".join(text.split())
+    return "" if len(text) > most or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
+
+
 def pdf_parse(data, pos=0):
     """Return (the object that starts at pos, the position after it). A loop with a stack of the open
     arrays and dictionaries, not recursion: a deeply nested object costs no Python stack."""
@@ -7306,7 +7323,6 @@ def page_list(pdf):
 # each with the page it starts on: the headings a hit is shown under ("V6 Authentication > V6.2 Passwords"),
 # where the page's own lines cannot say which of its big bold lines is a heading and which a table's row.
 PDF_MAX_OUTLINE = 5000  # bookmarks read of one file (a large manual has some hundreds)
-PDF_DOC_ENCODING = dict(zip(range(0x80, 0xA1), "•†‡…—–ƒ⁄‹›−‰„“”‘’‚™ﬁﬂŁŒŠŸŽıłœšž\ufffd€"))  # where it is not Latin-1
 
 
 def outline(pdf):
@@ -7362,19 +7378,6 @@ def destinations(pdf):
             todo += kids if isinstance(kids, list) else []
         pdf.destinations = found
     return pdf.destinations
-
-
-def text_string(raw, most=300):
-    """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
-    PDFDocEncoding; "" for one that is not text (control characters, or over most characters)."""
-    if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
-        text = raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
-    elif raw[:3] == b"\xef\xbb\xbf":
-        text = raw[3:].decode("utf-8", "replace")
-    else:
-        text = "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
-    text = " ".join(text.split())
-    return "" if len(text) > most or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
 
 
 def with_outline(texts, titles):
