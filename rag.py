@@ -5416,7 +5416,9 @@ MAX_CID = 65535                 # the largest glyph number (CID) a font can have
 PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
-PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text)
+PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text); a
+                                # page's together, at most PDF_PAGE_INFLATED (one named in the resources and
+                                # used again and again would unfold like a zip bomb)
 PDF_OVERDRAW = 0.1              # the same text drawn again this many font sizes on is drawn once (poppler's)
 PDF_OVERDRAWN = 8               # texts kept of one place to look for copies in (a report draws a field 2-4 times)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
@@ -6949,14 +6951,15 @@ def begin_marked(state, operands, drawing):
     that has no Unicode value (LibreOffice draws a character its font lacks so). The outermost counts."""
     page = drawing.page
     page["marked"] += 1
-    text = actual_text(drawing, operands[1]) if len(operands) > 1 and not page["actual"] else None
+    text = actual_text(drawing, operands[1], page["actual_left"]) if len(operands) > 1 and not page["actual"] else None
     if text is not None:  # (its text, its first span, its depth)
-        page["actual"] = (text, len(page["spans"]), page["marked"])
+        page["actual"], page["actual_left"] = (text, len(page["spans"]), page["marked"]), page["actual_left"] - len(text)
 
 
-def actual_text(drawing, properties):
+def actual_text(drawing, properties, most):
     """Return the ActualText of a marked sequence's properties (a dictionary, or its name in the resources'
-    Properties): "" for the glyphs of no text, " " for white space, None for none or one that is not text."""
+    Properties): "" for the glyphs of no text, " " for white space, None for none, one that is not text or
+    one of more than most characters."""
     pdf, ref = drawing.pdf, None
     if isinstance(properties, str):
         ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
@@ -6965,12 +6968,12 @@ def actual_text(drawing, properties):
     if ref is not None and pdf.decrypt and isinstance(raw, bytes):  # (an object's strings are encrypted with
         own = isinstance(ref, Ref) and isinstance(pdf.entries.get(ref.num), int)  # its key, unless in an object
         raw = pdf.decrypt(ref.num, ref.gen, raw) if own else raw if isinstance(ref, Ref) else None  # stream)
-    if not isinstance(raw, bytes):
+    if not isinstance(raw, bytes) or len(raw) > 4 * most + 4:  # (UTF-8 takes at most 4 bytes a character)
         return None
     letters = raw.lstrip(b"\xfe\xff").replace(b"\x00", b"")
     if not letters.strip():
         return " " if letters else ""
-    text = text_string(raw, PDF_ACTUAL_TEXT)
+    text = text_string(raw, min(PDF_ACTUAL_TEXT, most))
     return text.replace("\xad", "") or None if text else None  # (a soft hyphen says where a word may break:
                                                               # alone, it leaves the glyph, a hyphen or none)
 
@@ -7198,7 +7201,7 @@ def pdf_pages(data, path):
         budget.until, titles = math.inf, outline(pdf)  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
-            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None}
+            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_PAGE_INFLATED}
             if skipped and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):  # the file's budget is spent
                 skipped.append((number, ""))
                 continue

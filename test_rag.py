@@ -5176,6 +5176,14 @@ class PdfTextTest(unittest.TestCase):
                                         info=b"/Properties<</MC0 6 0 R>>", extra=[named]), 3)
         self.assertEqual(quiet_pages(locked)[0], ["up上"])
 
+    def test_the_actual_texts_of_a_page_add_at_most_what_its_content_may_inflate_to(self):
+        """One ActualText named in the resources and used again and again unfolds like a zip bomb: once the
+        page's have come to PDF_PAGE_INFLATED characters, the glyphs' own text is read."""
+        content = b"BT /F1 10 Tf 72 700 Td " + b"/Span /A BDC (x) Tj EMC " * 5 + b"ET"
+        with mock.patch.object(rag, "PDF_PAGE_INFLATED", 100):
+            page = text_of(one_page(content, info=b"/Properties<</A<</ActualText(%s)>>>>" % (b"w" * 40)))[0][0]
+        self.assertEqual(page, "w" * 80 + "xxx")  # (each over the glyph it stands for, joined as the glyphs are)
+
     def test_td_and_tm_start_lines_and_t_star_uses_leading(self):
         content = (b"BT /F1 10 Tf 12 TL 72 700 Td (one) Tj 0 -12 Td (two) Tj T* (three) Tj "
                    b"1 0 0 1 72 664 Tm (four) Tj (') ' 5 6 (six) \" ET")

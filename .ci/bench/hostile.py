@@ -89,15 +89,16 @@ def epub(spine, chapters):
     return zipped(parts)
 
 
-def pdf(pages, extra_fonts=b""):
-    """A PDF of these page content streams (Courier as F1; extra font objects as given, from 4 + pages on)."""
+def pdf(pages, extra_fonts=b"", resources=b""):
+    """A PDF of these page content streams (Courier as F1; extra font objects as given, from 4 + pages on;
+    more resources as given)."""
     count = len(pages)
     objects = [b"<</Type/Catalog/Pages 2 0 R>>",
                b"<</Type/Pages/Kids[%s]/Count %d>>" % (b" ".join(b"%d 0 R" % (4 + count + i) for i in range(count)), count),
                b"<</Type/Font/Subtype/Type1/BaseFont/Courier/Encoding/WinAnsiEncoding>>"]
     objects += [b"<</Length %d>>stream\n%s\nendstream" % (len(content), content) for content in pages]
-    objects += [b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R%s>>>>/Contents %d 0 R>>"
-                % (extra_fonts and b"/F2 %d 0 R" % (4 + 2 * count), 4 + i) for i in range(count)]
+    objects += [b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R%s>>%s>>/Contents %d 0 R>>"
+                % (extra_fonts and b"/F2 %d 0 R" % (4 + 2 * count), resources, 4 + i) for i in range(count)]
     if extra_fonts:
         objects.append(extra_fonts)
     out, offsets = bytearray(b"%PDF-1.7\n"), []
@@ -135,6 +136,8 @@ def hostile_files():
     yield "pdf-300000-pieces.pdf", pdf([GOOD_PAGE, b"BT /F1 1 Tf " + b"(a) Tj 1 0 Td " * 300000 + b"ET"])
     widths = b"<</Type/Font/Subtype/TrueType/BaseFont/W/FirstChar 0/LastChar 299999/Widths[%s]>>" % (b"500 " * 300000)
     yield "pdf-300000-widths.pdf", pdf([GOOD_PAGE, b"BT /F2 11 Tf 72 700 Td (x) Tj ET"], widths)
+    yield "pdf-actual-text-named.pdf", pdf([GOOD_PAGE, b"BT /F1 11 Tf 72 700 Td " + b"/Span /A BDC (x) Tj EMC " * 50000 + b"ET"],
+                                           resources=b"/Properties<</A<</ActualText(%s)>>>>" % (b"lorem ipsum " * 800))
     yield "pdf-tj-nested.pdf", pdf([GOOD_PAGE, b"BT /F1 11 Tf 72 700 Td " + b"[" * 200 + b"(x)" + b"]" * 200 + b" TJ ET"])
     yield "docx-expands-1000x.docx", docx("<w:p><w:r><w:t>" + " " * 60_000_000 + "</w:t></w:r></w:p>")
     yield "docx-entities.docx", docx("<w:p><w:r><w:t>&e9;</w:t></w:r></w:p>",
