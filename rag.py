@@ -6609,9 +6609,13 @@ IDENTITY = (1, 0, 0, 1, 0, 0)
 PDF_STRING = rb"\(((?:[^()\\]|\\[\s\S])*)\)"  # a literal string without parentheses in it
 TEXT_ARRAY = re.compile(rb"\[((?:[^\[\]()\\]|" + PDF_STRING + rb")*)\]")  # the usual operand of TJ
 TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d*|\.\d+))")
-# Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf): each is read in one match,
-# and the numbers of an operator not read (a path, a colour) are never converted.
-SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)[ \t\r\n\f]+){0,8})"
+# Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
+# array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
+# each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
+LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"
+                rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
+SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))){0,8})"
+                              rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (white space only after one: no backtracking)
                               rb"(?!R(?!" + REGULAR + rb"))([A-Za-z'\"]" + REGULAR + rb"*)")  # (not "1 0 R", a reference)
 INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
 
@@ -6662,10 +6666,10 @@ def run_content(pdf, data, resources, state, page, forms=()):
         if count % 4096 == 0:  # (every operation and token: a page of paths alone is timed too)
             pdf.check_time()
         m = not operands and SIMPLE_OPERATION.match(data, pos)
-        if m:  # numbers and names, then the operator: most operations, read in one match
-            pos, op = m.end(), m[2]
+        if m:  # numbers and names (and a string, an array or properties last), then the operator: one match
+            pos, op = m.end(), m[7]
             if op in OPERATORS:
-                operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+                operands = simple_operands(m)
             elif op != b"BI":  # a path, a colour, a line width...: nothing to read
                 continue
         else:
@@ -6691,6 +6695,16 @@ def run_content(pdf, data, resources, state, page, forms=()):
             except (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError):
                 pass  # an operator with wrong operands is skipped, as viewers do
         operands.clear()
+
+
+def simple_operands(m):
+    """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
+    string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
+    operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+    if m[2]:
+        operands.append(unescape(m[3]) if m[3] is not None else hex_string(m[4]) if m[4] is not None else
+                        {"ActualText": hex_string(m[6])} if m[6] is not None else KernedText.of(m[5]) or text_array(m[5]))
+    return operands
 
 
 def read_operand(data, m, operands):
