@@ -5416,9 +5416,9 @@ MAX_CID = 65535                 # the largest glyph number (CID) a font can have
 PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
-PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text); a
-                                # page's together, at most PDF_PAGE_INFLATED (one named in the resources and
-                                # used again and again would unfold like a zip bomb)
+PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text)
+PDF_ACTUAL_TEXTS = 2**20        # bytes of ActualText one page may read, all together: one named in the
+                                # resources and used again and again would unfold like a zip bomb
 PDF_OVERDRAW = 0.1              # the same text drawn again this many font sizes on is drawn once (poppler's)
 PDF_OVERDRAWN = 8               # texts kept of one place to look for copies in (a report draws a field 2-4 times)
 PDF_LINE_SHIFT = 0.5            # a baseline this many font sizes up or down starts a new line
@@ -5524,17 +5524,23 @@ PDF_DOC_ENCODING = dict(zip(range(0x80, 0xA1), "•†‡…—–ƒ⁄‹›−
                                                                                   # is not Latin-1 (ISO 32000-1 D.2)
 
 
-def text_string(raw, most=300):
-    """Return a PDF text string as text: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or
-    PDFDocEncoding; "" for one that is not text (control characters, or over most characters)."""
+NOT_TEXT = re.compile("[\x00-\x1f\x7f\ufffd]")  # control characters, and what could not be decoded
+
+
+def pdf_text(raw):
+    """Return a PDF text string decoded: UTF-16 (after its byte order mark), UTF-8 (PDF 2.0) or PDFDocEncoding."""
     if raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
-        text = raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
-    elif raw[:3] == b"\xef\xbb\xbf":
-        text = raw[3:].decode("utf-8", "replace")
-    else:
-        text = "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
-    text = " ".join(text.split())
-    return "" if len(text) > most or re.search("[\x00-\x1f\x7f\ufffd]", text) else text
+        return raw.decode("utf-16", "replace")  # (the mark says which byte comes first)
+    if raw[:3] == b"\xef\xbb\xbf":
+        return raw[3:].decode("utf-8", "replace")
+    return "".join(PDF_DOC_ENCODING.get(byte, chr(byte)) for byte in raw)
+
+
+def text_string(raw):
+    """Return a PDF text string as a line of text (a title); "" for one that is not text (control
+    characters, or over 300 characters)."""
+    text = " ".join(pdf_text(raw).split())
+    return "" if len(text) > 300 or NOT_TEXT.search(text) else text
 
 
 def pdf_parse(data, pos=0):
@@ -6612,10 +6618,11 @@ TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d
 # Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
 # array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
-LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"
+NUMBER_OR_NAME = rb"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
+LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"  # a delimiter after)
                 rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
-SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))){0,8})"
-                              rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (white space only after one: no backtracking)
+SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"
+                              rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (spaces only after one: no backtracking)
                               rb"(?!R(?!" + REGULAR + rb"))([A-Za-z'\"]" + REGULAR + rb"*)")  # (not "1 0 R", a reference)
 INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
 
@@ -6660,7 +6667,7 @@ def run_content(pdf, data, resources, state, page, forms=()):
     resources = get(resources) if isinstance(get(resources), dict) else {}
     fonts, xobjects = get(resources.get("Font")) or {}, get(resources.get("XObject")) or {}
     drawing, state = Drawing(pdf, resources, fonts, xobjects, page, forms, []), TextState(*state)
-    operands, pos, count = [], 0, 0
+    operands, pos, count, depth = [], 0, 0, page["marked"]
     while True:
         count += 1
         if count % 4096 == 0:  # (every operation and token: a page of paths alone is timed too)
@@ -6674,8 +6681,8 @@ def run_content(pdf, data, resources, state, page, forms=()):
                 continue
         else:
             m = PDF_TOKEN.match(data, pos)
-            if not m:
-                return
+            if not m:  # the end
+                return end_left_open(state, drawing, depth)
             pos, kind = m.end(), m.lastindex
             if kind == 3:  # a number: most operands are one, so they are read here, without a call each
                 operands.append(pdf_number(m[3]))
@@ -6701,9 +6708,16 @@ def simple_operands(m):
     """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
     string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
     operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
-    if m[2]:
-        operands.append(unescape(m[3]) if m[3] is not None else hex_string(m[4]) if m[4] is not None else
-                        {"ActualText": hex_string(m[6])} if m[6] is not None else KernedText.of(m[5]) or text_array(m[5]))
+    if not m[2]:
+        return operands
+    if m[3] is not None:
+        operands.append(unescape(m[3]))
+    elif m[4] is not None:
+        operands.append(hex_string(m[4]))
+    elif m[5] is not None:
+        operands.append(KernedText.of(m[5]) or text_array(m[5]))
+    else:
+        operands.append({"ActualText": hex_string(m[6])})
     return operands
 
 
@@ -6953,10 +6967,7 @@ def run_form(state, xobject, ref, drawing):
     matrix = tuple(float(pdf.get(matrix[i])) for i in range(6))
     inner = (multiply(matrix, state.ctm),) + graphics_state(state)[1:]
     inner_resources = xobject.info.get("Resources") or drawing.resources
-    depth = drawing.page["marked"]
     run_content(pdf, pdf.decode(xobject), inner_resources, inner, drawing.page, drawing.forms + (ref,))
-    while drawing.page["marked"] > depth:  # (what a form leaves open ends with it: ISO 32000-1 14.6)
-        end_marked(state, (), drawing)
 
 
 def begin_marked(state, operands, drawing):
@@ -6965,44 +6976,72 @@ def begin_marked(state, operands, drawing):
     that has no Unicode value (LibreOffice draws a character its font lacks so). The outermost counts."""
     page = drawing.page
     page["marked"] += 1
-    text = actual_text(drawing, operands[1], page["actual_left"]) if len(operands) > 1 and not page["actual"] else None
-    if text is not None:  # (its text, its first span, its depth)
-        page["actual"], page["actual_left"] = (text, len(page["spans"]), page["marked"]), page["actual_left"] - len(text)
+    raw = actual_text_bytes(drawing, operands[1]) if len(operands) > 1 and not page["actual"] else None
+    if raw is not None and len(raw) <= page["actual_left"]:  # (each one read counts, taken or not)
+        page["actual_left"] -= len(raw)
+        text = actual_text(raw)
+        if text is not None:  # (its text, its first span, its depth)
+            page["actual"] = (text, len(page["spans"]), page["marked"])
 
 
-def actual_text(drawing, properties, most):
-    """Return the ActualText of a marked sequence's properties (a dictionary, or its name in the resources'
-    Properties): "" for the glyphs of no text, " " for white space, None for none, one that is not text or
-    one of more than most characters."""
-    pdf, ref = drawing.pdf, None
-    if isinstance(properties, str):
-        ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
-        properties = pdf.get(ref)
-    raw = properties.get("ActualText") if isinstance(properties, dict) else None
-    if ref is not None and pdf.decrypt and isinstance(raw, bytes):  # (an object's strings are encrypted with
-        own = isinstance(ref, Ref) and isinstance(pdf.entries.get(ref.num), int)  # its key, unless in an object
-        raw = pdf.decrypt(ref.num, ref.gen, raw) if own else raw if isinstance(ref, Ref) else None  # stream)
-    if not isinstance(raw, bytes) or len(raw) > 4 * most + 4:  # (UTF-8 takes at most 4 bytes a character)
+def actual_text_bytes(drawing, properties):
+    """Return the ActualText of a marked sequence's properties, a dictionary or its name in the resources'
+    Properties, as bytes; None when there is none (or it cannot be decrypted)."""
+    pdf = drawing.pdf
+    if not isinstance(properties, str):  # (written in the content stream: decrypted with it)
+        raw = properties.get("ActualText") if isinstance(properties, dict) else None
+        return raw if isinstance(raw, bytes) else None
+    ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
+    named = pdf.get(ref)
+    raw = named.get("ActualText") if isinstance(named, dict) else None
+    if not isinstance(raw, bytes) or not pdf.decrypt:
+        return raw if isinstance(raw, bytes) else None
+    if not isinstance(ref, Ref):
+        return None  # (written inside another object: encrypted with that object's key, unknown here)
+    if not isinstance(pdf.entries.get(ref.num), int):
+        return raw  # (in an object stream: decrypted with it)
+    return pdf.decrypt(ref.num, ref.gen, raw)
+
+
+def actual_text(raw):
+    """Return an ActualText as text, its white space runs as one space (kept at its ends: " fi " stands apart
+    from the text around it): "" for none (the glyphs are no text), None for one that is not text, or is a
+    soft hyphen alone (the glyph is kept: a hyphen at a line end, or none)."""
+    text = re.sub(r"\s+", " ", pdf_text(raw))
+    if len(text) > PDF_ACTUAL_TEXT or NOT_TEXT.search(text):
         return None
-    letters = raw.lstrip(b"\xfe\xff").replace(b"\x00", b"")
-    if not letters.strip():
-        return " " if letters else ""
-    text = text_string(raw, min(PDF_ACTUAL_TEXT, most))
-    return text.replace("\xad", "") or None if text else None  # (a soft hyphen says where a word may break:
-                                                              # alone, it leaves the glyph, a hyphen or none)
+    if text == "\xad":
+        return None
+    return text.replace("\xad", "")  # (a soft hyphen says where a word may break)
 
 
 def end_marked(state, operands, drawing):
-    """EMC: end the marked sequence begun last. The spans drawn since an ActualText began become one of
-    its text, from the first to the last on the first's line (a sequence not ended keeps its glyphs)."""
-    page, actual = drawing.page, drawing.page["actual"]
-    if actual and actual[2] == page["marked"]:
-        text, start, _ = actual
-        drawn, page["actual"] = page["spans"][start:], None
-        del page["spans"][start:]
-        line = [span for span in drawn if span[2] == drawn[0][2] and span[5:] == drawn[0][5:]]
-        page["spans"] += [(line[0][0], max(span[1] for span in line), *line[0][2:4], text, *line[0][5:])] if drawn and text else []
+    """EMC: end the marked sequence begun last. The spans drawn since an ActualText began become one of its
+    text (a sequence left open ends with the content stream that began it: see run_content)."""
+    page = drawing.page
+    if page["actual"] and page["actual"][2] == page["marked"]:
+        text, start, _ = page["actual"]
+        page["actual"] = None
+        replace_spans(page["spans"], start, text)
     page["marked"] = max(page["marked"] - 1, 0)
+
+
+def end_left_open(state, drawing, depth):
+    """End the marked sequences that a content stream left open, those deeper than depth when it began:
+    they end with it (ISO 32000-1 14.6)."""
+    while drawing.page["marked"] > depth:
+        end_marked(state, (), drawing)
+
+
+def replace_spans(spans, start, text):
+    """Replace the spans from start on with one of text, from the first's start to the end of the last
+    on the first's line."""
+    drawn = spans[start:]
+    del spans[start:]
+    if drawn and text:
+        first, shift = drawn[0], PDF_LINE_SHIFT * drawn[0][3]  # (a glyph a little up or down is on the line)
+        line = [span for span in drawn if abs(span[2] - first[2]) <= shift and span[5:] == first[5:]]
+        spans.append((first[0], max(span[1] for span in line), first[2], first[3], text, *first[5:]))
 
 
 OPERATORS = {b"Tj": show_string, b"TJ": show_array, b"'": show_on_next_line, b'"': show_spaced,
@@ -7215,7 +7254,7 @@ def pdf_pages(data, path):
         budget.until, titles = math.inf, outline(pdf)  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
-            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_PAGE_INFLATED}
+            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_ACTUAL_TEXTS}
             if skipped and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):  # the file's budget is spent
                 skipped.append((number, ""))
                 continue

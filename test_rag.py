@@ -5159,29 +5159,37 @@ class PdfTextTest(unittest.TestCase):
     def test_an_actual_text_is_read_instead_of_the_glyphs_it_marks(self):
         """A marked sequence with an ActualText (ISO 32000-1 14.9.4) stands for its glyphs: LibreOffice draws a
         glyph its font lacks as a blank glyph with the character as ActualText, others a ligature or a hyphen
-        ("" is no text). It is drawn once, where its first glyph is, inline or named in the resources'
-        Properties, the outermost of nested ones; a sequence without one, or with one that is not text
-        (a control character), keeps its glyphs; and what a form leaves open ends with it."""
+        ("" is no text). It is drawn once, over its glyphs on the first one's line, inline or named in the
+        resources' Properties, the outermost of nested ones; a sequence without one, or with one that is not
+        text (a control character), keeps its glyphs; a sequence left open ends with its content stream."""
         form = stream(b"/Subtype/Form/BBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>",
-                      b"/Span<</ActualText(lost)>>BDC BT /F1 10 Tf 72 580 Td (x) Tj ET")  # (left open)
-        content = (b"BT /F1 10 Tf 72 700 Td /Span<</ActualText(fi)>>BDC (X) Tj EMC (nd) Tj "
-                   b"0 -20 Td (up) Tj /Span /MC0 BDC (?) Tj EMC "
-                   b"0 -20 Td (co) Tj /Span<</ActualText()>>BDC (-) Tj EMC 0 -20 Td (op) Tj "
-                   b"0 -20 Td (o) Tj /Span<</ActualText(ffi)>>BDC (f) Tj /P<</MCID 3>>BDC /Span<</ActualText(zz)>>BDC (f) Tj EMC EMC "
-                   b"[(i)] TJ EMC (ce) Tj 0 -20 Td /P<</MCID 4>>BDC (kept) Tj EMC /Span<</ActualText(\\001)>>BDC ( too) Tj EMC ET "
-                   b"/Fm0 Do BT /F1 10 Tf 72 560 Td (after) Tj ET")
+                      b"/Span<</ActualText(lost)>>BDC BT /F1 10 Tf 72 680 Td (x) Tj ET")  # (left open)
         resources = b"/Properties<</MC0<</ActualText<FEFF4E0A>>>>>/XObject<</Fm0 6 0 R>>"
-        self.assertEqual(text_of(one_page(content, info=resources, extra=[form]))[0][0], "find\nup上\nco\nop\noffice\nkept too\nlost\nafter")
+        cases = [("a ligature", b"/Span<</ActualText(fi)>>BDC (X) Tj EMC (nd) Tj", "find"),
+                 ("named", b"(up) Tj /Span /MC0 BDC (?) Tj EMC", "up上"),
+                 ("UTF-16", b"(a) Tj /Span<</ActualText<FEFFFF0C>>>BDC (X) Tj EMC (b) Tj", "a，b"),
+                 ("its spaces kept", b"(a)Tj /Span<</ActualText( fi )>>BDC (X)Tj EMC (b)Tj", "a fi b"),
+                 ("no text", b"(co) Tj /Span<</ActualText()>>BDC (-) Tj EMC 0 -20 Td (op) Tj", "co\n\nop"),
+                 ("nested, over several shows", b"(o) Tj /Span<</ActualText(ffi)>>BDC (f) Tj /P<</MCID 3>>BDC "
+                                                b"/Span<</ActualText(zz)>>BDC (f) Tj EMC EMC [(i)] TJ EMC (ce) Tj", "office"),
+                 ("a baseline a little off", b"/Span<</ActualText(ZZZ)>>BDC (Z) Tj 1 0 0 1 78 700.01 Tm (ZZ) Tj EMC (d) Tj", "ZZZd"),
+                 ("none, or not text", b"/P<</MCID 4>>BDC (kept) Tj EMC /Span<</ActualText(\\001)>>BDC ( too) Tj EMC", "kept too"),
+                 ("left open in a form", b"(x) Tj ET /Fm0 Do BT /F1 10 Tf 72 660 Td (after) Tj", "x\n\nlost\n\nafter"),
+                 ("left open in the page", b"/Span<</ActualText(fi)>>BDC (X) Tj", "fi")]
+        for what, content, expected in cases:
+            with self.subTest(what):
+                page = b"BT /F1 10 Tf 72 700 Td " + content + b" ET"
+                self.assertEqual(text_of(one_page(page, info=resources, extra=[form]))[0][0], expected)
         named = lambda lock: b"<</ActualText<%s>>>" % lock(b"\xfe\xff\x4e\x0a").hex().encode()  # (its string encrypted)
         locked = encrypted_rc4(one_page(b"BT /F1 10 Tf 72 700 Td (up) Tj /Span /MC0 BDC (?) Tj EMC ET",
                                         info=b"/Properties<</MC0 6 0 R>>", extra=[named]), 3)
         self.assertEqual(quiet_pages(locked)[0], ["up上"])
 
-    def test_the_actual_texts_of_a_page_add_at_most_what_its_content_may_inflate_to(self):
+    def test_the_actual_texts_of_a_page_are_read_up_to_a_budget(self):
         """One ActualText named in the resources and used again and again unfolds like a zip bomb: once the
-        page's have come to PDF_PAGE_INFLATED characters, the glyphs' own text is read."""
+        page's have come to PDF_ACTUAL_TEXTS bytes, the glyphs' own text is read."""
         content = b"BT /F1 10 Tf 72 700 Td " + b"/Span /A BDC (x) Tj EMC " * 5 + b"ET"
-        with mock.patch.object(rag, "PDF_PAGE_INFLATED", 100):
+        with mock.patch.object(rag, "PDF_ACTUAL_TEXTS", 100):
             page = text_of(one_page(content, info=b"/Properties<</A<</ActualText(%s)>>>>" % (b"w" * 40)))[0][0]
         self.assertEqual(page, "w" * 80 + "xxx")  # (each over the glyph it stands for, joined as the glyphs are)
 
