@@ -6676,7 +6676,7 @@ def run_content(pdf, data, resources, state, page, forms=()):
         if m:  # numbers and names (and a string, an array or properties last), then the operator: one match
             pos, op = m.end(), m[7]
             if op in OPERATORS:
-                operands = simple_operands(m)
+                operands = simple_operands(m) if m[1] or m[2] else operands  # (q, Q, BT: none; [] as it is)
             elif op != b"BI":  # a path, a colour, a line width...: nothing to read
                 continue
         else:
