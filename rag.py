@@ -7128,7 +7128,8 @@ def drawn_once(spans):
         start, end, across, size, text = span[:5]
         near = PDF_OVERDRAW * size or 1
         while text:
-            cells = [(near, round(start / near / 2) + i, round(across / near / 2) + j) for i in (-1, 0, 1) for j in (-1, 0, 1)]
+            x, y = round(start / near / 2), round(across / near / 2)  # (its cell)
+            cells = [(near, x + i, y + j) for i in (-1, 0, 1) for j in (-1, 0, 1)]
             under = next((drawn for cell in cells for drawn in seen.get(cell, ())
                           if abs(start - drawn[0]) < near and abs(across - drawn[1]) < 2 * near
                           and (drawn[2].startswith(text) or text.startswith(drawn[2]))), None)
