@@ -6707,7 +6707,10 @@ def run_content(pdf, data, resources, state, page, forms=()):
 def simple_operands(m):
     """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
     string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
-    operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+    if b"/" in m[1]:
+        operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
+    else:  # (numbers alone: a matrix, a move)
+        operands = list(map(pdf_number, m[1].split()))
     if not m[2]:
         return operands
     if m[3] is not None:
@@ -6890,9 +6893,15 @@ def next_line(state, operands, drawing):
     move_line(state, (0, -state.leading), drawing)
 
 
+def six_numbers(operands):
+    """Return the first six operands, a matrix, as floats (a ValueError for fewer, or for a name)."""
+    a, b, c, d, e, f = operands[:6]
+    return float(a), float(b), float(c), float(d), float(e), float(f)
+
+
 def set_text_matrix(state, operands, drawing):
     """Tm: set the text matrix and the line matrix."""
-    state.tm = state.line_matrix = tuple(float(operands[i]) for i in range(6))
+    state.tm = state.line_matrix = six_numbers(operands)
 
 
 def begin_text(state, operands, drawing):
@@ -6927,7 +6936,7 @@ def set_leading(state, operands, drawing):
 
 def transform(state, operands, drawing):
     """cm: multiply the ctm by a matrix."""
-    state.ctm = multiply(tuple(float(operands[i]) for i in range(6)), state.ctm)
+    state.ctm = multiply(six_numbers(operands), state.ctm)
 
 
 def graphics_state(state):
@@ -7036,6 +7045,9 @@ def end_left_open(state, drawing, depth):
 def replace_spans(spans, start, text):
     """Replace the spans from start on with one of text, from the first's start to the end of the last
     on the first's line."""
+    if len(spans) == start + 1 and text:  # (one span: a glyph drawn alone, as LibreOffice draws a missing one)
+        spans[start] = spans[start][:4] + (text,) + spans[start][5:]
+        return
     drawn = spans[start:]
     del spans[start:]
     if drawn and text:
