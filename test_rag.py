@@ -5267,6 +5267,15 @@ class PdfTextTest(unittest.TestCase):
         objects[2] = objects[2].replace(b"/Contents", b"/Annots[6 0 R 8 0 R]/Contents")
         self.assertEqual(text_of(objects)[0], ["Name:\n\nAlice"])
 
+    def test_what_a_page_leaves_marked_ends_before_its_annotations(self):
+        """An ActualText the page's content leaves open ends with it: it is read, and so is an annotation's."""
+        field = b"<</Type/Annot/Subtype/Widget/Rect[100 500 300 520]/AP<</N 7 0 R>>>>"
+        look = stream(b"/Type/XObject/Subtype/Form/BBox[0 0 200 20]/Resources<</Font<</F1 4 0 R>>>>",
+                      b"/Span<</ActualText(Bob)>>BDC BT /F1 10 Tf 2 5 Td (B) Tj ET EMC")
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td /Span<</ActualText(fi)>>BDC (X) Tj ET", extra=[field, look])
+        objects[2] = objects[2].replace(b"/Contents", b"/Annots[6 0 R]/Contents")
+        self.assertEqual(text_of(objects)[0], ["fi\n\nBob"])
+
     def test_inline_image_bytes_are_skipped(self):
         content = b"BI /W 2 /H 2 /BPC 8 /CS /G ID \x00(Tj) Tj\xff EI BT /F1 10 Tf 72 700 Td (after) Tj ET"
         self.assertEqual(self.page(content), "after")
