@@ -7017,9 +7017,7 @@ def actual_text(raw):
     from the text around it): "" for none (the glyphs are no text), None for one that is not text, or is a
     soft hyphen alone (the glyph is kept: a hyphen at a line end, or none)."""
     text = re.sub(r"\s+", " ", pdf_text(raw))
-    if len(text) > PDF_ACTUAL_TEXT or NOT_TEXT.search(text):
-        return None
-    if text == "\xad":
+    if len(text) > PDF_ACTUAL_TEXT or NOT_TEXT.search(text) or text == "\xad":
         return None
     return text.replace("\xad", "")  # (a soft hyphen says where a word may break)
 
