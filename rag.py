@@ -6613,13 +6613,14 @@ def show_codes(font, string):
 
 IDENTITY = (1, 0, 0, 1, 0, 0)
 PDF_STRING = rb"\(((?:[^()\\]|\\[\s\S])*)\)"  # a literal string without parentheses in it
-TEXT_ARRAY = re.compile(rb"\[((?:[^\[\]()\\]|" + PDF_STRING + rb")*)\]")  # the usual operand of TJ
+TJ_ARRAY = rb"\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"  # the usual operand of TJ: strings and numbers
+TEXT_ARRAY = re.compile(TJ_ARRAY)
 TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d*|\.\d+))")
 # Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
 # array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
 NUMBER_OR_NAME = rb"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
-LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"  # a delimiter after)
+LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY +  # a delimiter after)
                 rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
 SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"
                               rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (spaces only after one: no backtracking)
@@ -6996,14 +6997,12 @@ def begin_marked(state, operands, drawing):
 def actual_text_bytes(drawing, properties):
     """Return the ActualText of a marked sequence's properties, a dictionary or its name in the resources'
     Properties, as bytes; None when there is none (or it cannot be decrypted)."""
-    pdf = drawing.pdf
-    if not isinstance(properties, str):  # (written in the content stream: decrypted with it)
-        raw = properties.get("ActualText") if isinstance(properties, dict) else None
-        return raw if isinstance(raw, bytes) else None
-    ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
-    named = pdf.get(ref)
-    raw = named.get("ActualText") if isinstance(named, dict) else None
-    if not isinstance(raw, bytes) or not pdf.decrypt:
+    pdf, ref = drawing.pdf, None  # (ref: named properties' object; inline ones come decrypted with the content)
+    if isinstance(properties, str):
+        ref = (pdf.get(drawing.resources.get("Properties")) or {}).get(properties)
+        properties = pdf.get(ref)
+    raw = properties.get("ActualText") if isinstance(properties, dict) else None
+    if not isinstance(raw, bytes) or ref is None or not pdf.decrypt:
         return raw if isinstance(raw, bytes) else None
     if not isinstance(ref, Ref):
         return None  # (written inside another object: encrypted with that object's key, unknown here)
