@@ -64,6 +64,7 @@ DEFAULT_DOCS = os.path.join(HERE, "handbook.txt")
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a database export, not a document)
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part: kept if the run stops; README, "Limits")
+INDEX_PART_CHARS = 2**20   # ... and chunks' characters: a long PDF goes in as parts, never held whole
 MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (in lists: 40 bytes each)
 CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
@@ -304,7 +305,7 @@ HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index
          "indexed": lambda text: text,  # what the index reads of a chunk's text (Appendix: contents pages)
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
          "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
-         "read": lambda file, most_bytes: read_file(file, most_bytes)}  # one file (Appendix: a file copied)
+         "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome)}  # (Appendix: a file copied)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -450,18 +451,34 @@ def reader_for(path, named):
 
 def read_file(file, most_bytes=MAX_FILE_BYTES):
     """Return (the paragraphs of one file, or None when it cannot be used; the lines that reading it said,
-    for the caller to say; whether to read it again next run though unchanged: it could not be read for
-    now, or was over a limit that may be raised). Unchanged, it would say the same again."""
-    kept = []
-    reading = KEPT_LINES.set(kept)
-    try:
-        paragraphs, again = file.reader(read_bytes(file.path, most_bytes), file.path), False
-    except RagError as e:
-        warn(f"skipped {file.path}: {e}")
-        paragraphs, again = None, e.again
-    finally:
-        KEPT_LINES.reset(reading)
-    return paragraphs, kept, again
+    for the caller to say; whether to read it again next run though unchanged): reading()'s, in one piece."""
+    outcome = {}
+    paragraphs = list(reading(file, most_bytes, outcome))
+    return paragraphs if outcome["used"] else None, outcome["said"], outcome["again"]
+
+
+def reading(file, most_bytes=MAX_FILE_BYTES, outcome=None):
+    """Yield the paragraphs of one file as its reader makes them (a long PDF's a few pages at a time), and
+    fill outcome: "said", the lines that reading it said; "used", False when it cannot be used; "again",
+    whether to read it again next run though unchanged (it could not be read for now, or was over a limit
+    that may be raised). Unchanged, it would say the same again. A file damaged after some text keeps it."""
+    outcome, paragraphs, got = {} if outcome is None else outcome, None, False
+    outcome.update(said=[], used=True, again=False)
+    while True:
+        now = KEPT_LINES.set(outcome["said"])  # (between two paragraphs, the caller's lines are its own)
+        try:
+            paragraphs = paragraphs or iter(file.reader(read_bytes(file.path, most_bytes), file.path))
+            paragraph = next(paragraphs, None)
+        except RagError as e:
+            warn(f"skipped {'the rest of ' * got}{file.path}: {e}")
+            outcome.update(used=got, again=e.again and not got)
+            paragraph = None
+        finally:
+            KEPT_LINES.reset(now)
+        if paragraph is None:
+            return
+        got = True
+        yield paragraph
 
 
 def read_bytes(path, most_bytes=MAX_FILE_BYTES):
@@ -601,6 +618,7 @@ PAGE_NAMES = {}
 # fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
 # ---------------------------------------------------------------------------------------------------
 
+SECTION_LOOKAHEAD = 1000  # paragraphs that say whether a document's "1. Install" may head a section
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -634,10 +652,12 @@ def sections(paragraphs):
     A heading directly followed by another heading stays with the next section, so a heading is a
     chunk alone only when nothing follows it in its document.
     """
-    path, body, has_text, underline_levels = [], [], False, {}
+    path, body, has_text, underline_levels, paragraphs = [], [], False, {}, iter(paragraphs)
     # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
-    numbered = not any(ATX_HEADING.match(p.text) and "\n" not in p.text for p in paragraphs)
-    for paragraph in paragraphs:
+    # (as its first paragraphs say: a long PDF is read as it comes)
+    first = list(itertools.islice(paragraphs, SECTION_LOOKAHEAD))
+    numbered = not any(ATX_HEADING.match(p.text) and "\n" not in p.text for p in first)
+    for paragraph in itertools.chain(first, paragraphs):
         heading = heading_of(paragraph, underline_levels, numbered)
         if heading and has_text:
             yield " > ".join(title for _, title in path), body
@@ -652,21 +672,19 @@ def sections(paragraphs):
 
 
 def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
-    """Return the chunks of one document, in order."""
-    chunks = []
+    """Yield the chunks of one document, in order."""
     room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
     for heading, paragraphs in sections(document.paragraphs):
         group, size, lead = [], 0, []
         for piece in [piece for p in paragraphs for piece in cut_paragraph(p, room)]:
             if group and size + len(piece.text) > room:  # full: close this chunk, start the next
-                chunks.append(make_chunk(document.source, heading, lead + group))
+                yield make_chunk(document.source, heading, lead + group)
                 lead = tail(lead + group, overlap)
                 group, size = [], 0
             group.append(piece)
             size += len(piece.text) + 2  # 2: the blank line that joins two pieces
         if group:
-            chunks.append(make_chunk(document.source, heading, lead + group))
-    return chunks
+            yield make_chunk(document.source, heading, lead + group)
 
 
 def make_chunk(source, heading, pieces):
@@ -1334,7 +1352,7 @@ def index_files(index, todo, most_bytes=MAX_FILE_BYTES, progress=None):
             if part.files:  # (a batch none of whose files will stay as they are makes no part)
                 with transaction(index.db, index.path):
                     add_part(index, part)
-            kept += part.batch_size
+            kept, part = kept + part.batch_size, None  # (not held while the next one is made)
     except KeyboardInterrupt:  # Ctrl-C: what is kept is said, so that nobody starts again from nothing
         if progress:
             progress(None)
@@ -1367,7 +1385,7 @@ def parts_made_here(files, most_bytes=MAX_FILE_BYTES, tell=None):
     files read so far: [files, pages, bytes]. (Appendix: worker processes makes them with every core.)"""
     count = partial(add_to_tally, [0, 0, 0], tell or (lambda tally: None))
     for batch in file_batches(files, INDEX_PART_BYTES):
-        yield make_part(batch, most_bytes, count)
+        yield from make_parts(batch, most_bytes, count)
 
 
 def add_to_tally(tally, tell, pages, size):
@@ -1395,29 +1413,40 @@ class Part:
     numbers: array
     counts: array
     facts: dict = field(default_factory=dict)  # name of an INDEX_EXTRAS -> its fact of each chunk
+    goes_on: bool = False  # its file is the last of the part before, which is in the index already
 
 
-def make_part(files, most_bytes=MAX_FILE_BYTES, count=None):
-    """Read, split and tokenize a batch of files into a Part, telling count(pages, bytes) of each file read.
-    It touches nothing but the files, so it can run in a worker process. A file that cannot be read for
-    now (a permission, a limit) is kept with no identity, to be read again next run."""
-    read, kept, notes = [], [], []
-    for file in files:
-        paragraphs, said, again = HOOKS["read"](file, most_bytes)
-        if said:
-            notes.append((file.path, said))
-        kept.append(replace(file, identity="") if again else file)
+def make_parts(files, most_bytes=MAX_FILE_BYTES, count=None):
+    """Yield the Parts of a batch of files read, split and tokenized, telling count(pages, bytes) of each file
+    read. A part ends after INDEX_PART_CHARS of chunks, inside a file if need be (a 2,000-page PDF is never
+    held whole); the parts before a file's last keep it with no identity, so that a run stopped meanwhile
+    reads it again. It touches nothing but the files, so it can run in a worker process. A file that
+    cannot be read for now (a permission, a limit) is kept with no identity, to be read again next run."""
+    read, kept, notes, size, done = [], [], [], 0, 0  # done: the files of the parts yielded
+    for number, file in enumerate(files, 1):
+        outcome, chunks, pages, cut = {}, [], 0, False
+        for chunk in split_document(Document(file.source, HOOKS["read"](file, most_bytes, outcome))):
+            chunks.append(chunk)
+            size, pages = size + len(chunk.text), max(pages, chunk.pages[-1] if chunk.pages else 0)
+            if size > INDEX_PART_CHARS:
+                yield part_of(read + [(file, chunks)], kept + [replace(file, identity="")], notes, number - 1 - done, cut)
+                read, kept, notes, chunks, size, done, cut = [], [], [], [], 0, number - 1, True
+        notes += [(file.path, outcome["said"])] if outcome["said"] else []
+        kept.append(replace(file, identity="") if outcome["again"] else file)
+        read += [(file, chunks)] if outcome["used"] else []
         if count:
-            count(max([paragraph.page for paragraph in paragraphs or ()] or [0]), file_size(file))
-        if paragraphs is not None:
-            read.append((file, split_document(Document(file.source, paragraphs))))
-        paragraphs = None  # (gone before part_of: a long PDF's paragraphs were a third of its memory)
-    return part_of(read, kept, notes, len(files))
+            count(pages, file_size(file))
+        if cut:  # (a part goes on with one file only, whose earlier parts are in)
+            yield part_of(read, kept, notes, number - done, cut)
+            read, kept, notes, size, done = [], [], [], 0, number
+    if kept or not files:
+        yield part_of(read, kept, notes, len(files) - done)
 
 
-def part_of(read, kept=None, notes=(), batch_size=0):
+def part_of(read, kept=None, notes=(), batch_size=0, goes_on=False):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
-    (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read)."""
+    (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read);
+    goes_on: the part goes on with the file of the part before."""
     chunks, lengths, postings = [], array("I"), {}  # postings: token -> (array of numbers, array of counts)
     facts = {name: [] for name in INDEX_EXTRAS}
     for file, file_chunks in read:
@@ -1439,7 +1468,7 @@ def part_of(read, kept=None, notes=(), batch_size=0):
         counts.extend(postings[token][1])
         ends.append(len(numbers))
     kept = [file for file, _ in read] if kept is None else kept
-    return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts, facts)
+    return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts, facts, goes_on)
 
 
 def add_part(index, part):
@@ -1448,9 +1477,9 @@ def add_part(index, part):
     then the part is left out when it has them all as they are, and replaces what it has otherwise."""
     db = index.db
     known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f in part.files]))
-    if all(known.get(file.path) == file.identity for file in part.files):
+    if not part.goes_on and all(known.get(file.path) == file.identity for file in part.files):
         return
-    drop_files(index, list(known))
+    drop_files(index, [] if part.goes_on else list(known))
     part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1 if part.chunks else None
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
@@ -4344,7 +4373,7 @@ def copy_fact(chunk):
     return text_fact(chunk.text)
 
 
-@lru_cache(maxsize=4096)  # (a copy of a file read lately is not worked out again)
+@lru_cache(maxsize=1024)  # (a copy of a file read lately is not worked out again)
 def text_fact(text):
     """Return the digest of a text's words (the same for the same words), how many words it has, its
     first and last mark (None when it has none) and all its marks, as bytes; None for a text without words.
@@ -4832,11 +4861,12 @@ def parts_from(pool, batches, ahead, most_bytes, tally, tell):
                 ahead.append(pool.submit(make_part_in_worker, batch, most_bytes))
             while not wait([ahead[0]], PROGRESS_SECONDS).done:
                 tell(tally)
-            yield ahead.popleft().result()
+            yield from ahead.popleft().result()
             done += 1
     except BrokenProcessPool:
         warn("a process reading the files stopped; reading the rest in this one")
-        yield from (make_part(batch, most_bytes, partial(add_to_tally, tally, tell)) for batch in batches[done:])
+        for batch in batches[done:]:
+            yield from make_parts(batch, most_bytes, partial(add_to_tally, tally, tell))
 
 
 # In a worker process, the tally it shares with the main one (set as it starts; None elsewhere).
@@ -4857,8 +4887,9 @@ def worker_started(tally):
 
 
 def make_part_in_worker(files, most_bytes):
-    """Return make_part(files), adding each file read to the tally shared with the main process."""
-    return make_part(files, most_bytes, count_in_worker)
+    """Return the parts of the files (make_parts), adding each file read to the tally shared with the main
+    process."""
+    return list(make_parts(files, most_bytes, count_in_worker))
 
 
 def count_in_worker(pages, size):
@@ -4906,19 +4937,23 @@ def parts_with_copies_together(files, most_bytes=MAX_FILE_BYTES, tell=None, part
         LAST_READ.clear()  # (a run stopped before a copy was read)
 
 
-def read_copies_once(file, most_bytes=MAX_FILE_BYTES):
-    """read_file, except that a copy of the file read just before, by the same reader, gives that file's
-    paragraphs, unread. That file must be as it was listed (not changed while it was read)."""
-    last = LAST_READ.pop("file", None)
+def read_copies_once(file, most_bytes=MAX_FILE_BYTES, outcome=None):
+    """reading(), except that a copy of the file read just before, by the same reader, gives that file's
+    paragraphs, unread. That file must be as it was listed (not changed while it was read). A file that
+    may have a copy after it is read whole, to keep its paragraphs; the others as they come."""
+    last, outcome = LAST_READ.pop("file", None), {} if outcome is None else outcome
     if last and plain_reader(last[0]) == plain_reader(file) and file_size(last[0]) == file_size(file) \
             and listed_as(last[0]) and same_bytes(last[0].path, file.path):
-        paragraphs, said, again = last[1], [], False
+        paragraphs = last[1]
+        outcome.update(said=[], used=True, again=False)
+    elif plain_reader(file) is file.reader:  # no copy follows
+        return reading(file, most_bytes, outcome)
     else:
         last = None  # (its paragraphs go before this file is read)
-        paragraphs, said, again = read_file(file, most_bytes)
-    if paragraphs is not None and not said and not again and plain_reader(file) is not file.reader:
+        paragraphs = list(reading(file, most_bytes, outcome))
+    if plain_reader(file) is not file.reader and outcome["used"] and not outcome["said"] and not outcome["again"]:
         LAST_READ["file"] = (file, paragraphs)
-    return paragraphs, said, again
+    return paragraphs
 
 
 def plain_reader(file):
@@ -5384,20 +5419,20 @@ APIS["openai"] = {"name": "the model server", "json": "an OpenAI-compatible repl
 # ---------------------------------------------------------------------------------------------------
 
 def page_paragraphs(pages):
-    """Return the paragraphs of a document read as pages of text (a PDF's pages, a deck's slides), each
+    """Yield the paragraphs of a document read as pages of text (a PDF's pages, a deck's slides), each
     with its page number; lines are counted as --show-text prints them (see document_text).
 
     Example: ["a\n\nb", "c"] -> [Paragraph(1, 1, "a", 1), Paragraph(3, 3, "b", 1), Paragraph(4, 4, "c", 2)]
     """
-    paragraphs, line = [], 1
+    line = 1
     for number, page in enumerate(pages, 1):
+        last = None
         for paragraph in text_paragraphs(page):
             last = line + paragraph.text.count("\n")
-            paragraphs.append(Paragraph(line, last, paragraph.text, number))
+            yield Paragraph(line, last, paragraph.text, number)
             line = last + 2  # a blank line between paragraphs
-        if paragraphs and paragraphs[-1].page == number:
+        if last is not None:
             line -= 1        # the next page begins on the line after the last one, behind a form feed
-    return paragraphs
 
 
 PDF_MAX_SECONDS = 20.0          # per file, wall clock, and PDF_PAGE_SECONDS more a page: a hostile file stops,
@@ -5413,7 +5448,7 @@ PDF_MAX_NUMBER = 2.0 ** 32      # numbers are clamped to +-this: twice the integ
 PDF_MAX_RANGE = 65536           # codes one CMap range may map: a whole 2-byte code space
 PDF_MAX_CODES = 4 * PDF_MAX_RANGE  # codes one CMap may map in all (the largest, of CJK fonts, map one space)
 MAX_CID = 65535                 # the largest glyph number (CID) a font can have (ISO 32000-2 annex C)
-PDF_SHOWN_KEPT = 20000          # strings whose text a font keeps worked out (a page shows some hundreds)
+PDF_SHOWN_KEPT = 5000          # strings whose text a font keeps worked out (a page shows some hundreds)
 PDF_UNMAPPED_CODES = 20         # a font with fewer codes without text than this (and some with) is no warning
 PDF_WORD_GAP = 0.12             # a gap of this many font sizes is a space (pdf.js: 0.102, poppler: 0.1)
 PDF_ACTUAL_TEXT = 10000         # characters of an ActualText that stands for some glyphs (more: not text)
@@ -7253,49 +7288,78 @@ def draw_page(pdf, page, resources, drawn):
     run_content(pdf, content, resources, (IDENTITY, None, 0, 0, 0, 1, 0), drawn)
     draw_annotations(pdf, page, drawn)
 
+
 def pdf_pages(data, path):
-    """Return the text of each page of a PDF in page order ("" for a page without text). Raise
-    RagError when the file has to be skipped; warn once about pages or fonts whose text is missing."""
+    """Yield the text of each page of a PDF in page order ("" for a page without text), PDF_HEADING_PAGES
+    at a time (a long PDF is never held whole). Raise RagError when the file has to be skipped (or the rest
+    of it, damaged further on); warn once about pages or fonts whose text is missing."""
     if b"%PDF-" not in data[:1024]:
         raise RagError("not a PDF (no %PDF- header)")
     try:
         pdf = PdfFile(data)
-        texts, scans, broken, skipped, pages, budget, sized = [], [], [], [], page_list(pdf), TextBudget(path), []
-        budget.until, titles = math.inf, outline(pdf)  # (the file's own time budget, as it grows with its pages)
+        texts, sized, pages, budget, seen, any_text = [], [], page_list(pdf), TextBudget(path), {}, False
+        lost, titles = {"scans": [], "broken": [], "skipped": []}, outline(pdf)
+        budget.until = math.inf  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
-            drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_ACTUAL_TEXTS}
-            if skipped and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):  # the file's budget is spent
-                skipped.append((number, ""))
+            sizes = None if titles else []  # (the paragraphs' sizes, for headings: not needed with an outline)
+            text = page_text(pdf, number, page, resources, sizes, lost)
+            if text is None:  # (the file's budget is spent)
                 continue
-            try:
-                draw_page(pdf, page, resources, drawn)
-            except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
-                broken.append(number)  # the text before the damage is kept
-            except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
-                skipped.append((number, str(e)))
-                drawn["spans"] = []
-            sized.append([])  # (the paragraphs' sizes, for headings: not needed where the outline gives them)
-            texts.append(page_layout(drawn["spans"], None if titles else sized[-1]))
-            if not budget.spend(len(texts[-1]), f"p. {number} on"):
-                texts[-1] = ""
+            fits = budget.spend(len(text), f"p. {number} on")
+            texts.append(text if fits else ""), sized.append(sizes)
+            any_text = any_text or bool(texts[-1])
+            if not fits:
                 break
-            scans += [number] if drawn["images"] and not texts[-1] else []
+            if len(texts) == PDF_HEADING_PAGES:
+                yield from pages_headed(texts, sized, titles, number - len(texts), seen)
+                texts, sized = [], []
+        yield from pages_headed(texts, sized, titles, len(pages) - len(texts), seen)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error, OverflowError) as e:
         raise RagError(f"a damaged PDF ({type(e).__name__}: {e}); repair it: qpdf in.pdf out.pdf") from None
+    pdf_lost(pdf, path, lost, len(pages), any_text)
+
+
+def page_text(pdf, number, page, resources, sizes, lost):
+    """Return the text of one page, laid out (sizes, if a list, gets its paragraphs' sizes), or None when the
+    file's budget is spent; lost (lists of page numbers: "scans", "broken", "skipped") gets what it lacks."""
+    drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_ACTUAL_TEXTS}
+    if lost["skipped"] and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):
+        lost["skipped"].append((number, ""))
+        return None
+    try:
+        draw_page(pdf, page, resources, drawn)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
+        lost["broken"].append(number)  # the text before the damage is kept
+    except RagError as e:  # a page over a limit (a hostile file?) is skipped alone
+        lost["skipped"].append((number, str(e)))
+        drawn["spans"] = []
+    text = page_layout(drawn["spans"], sizes)
+    lost["scans"] += [number] if drawn["images"] and not text else []
+    return text
+
+
+def pages_headed(texts, sized, titles, before, seen):
+    """Return some pages' texts (after the first `before` pages) with their headings: the outline's titles,
+    where it has them, else those found by size among the pages so far (seen counts them)."""
+    return with_outline(texts, titles, before) if titles else headings_by_size(texts, sized, seen)
+
+
+def pdf_lost(pdf, path, lost, pages, any_text):
+    """Raise RagError when a PDF of so many pages gave no text, saying why; else warn of the pages and
+    fonts whose text is missing."""
     unmapped = sorted({font.name for font in pdf.fonts.values() if font and unmapped_share(font) > 0.1})
-    if not texts:
+    if not pages:
         raise RagError("no pages found (a damaged PDF?); repair it: qpdf in.pdf out.pdf")
-    if skipped and not any(texts):
-        raise RagError(skipped[0][1])
-    if not any(texts) and unmapped:
+    if lost["skipped"] and not any_text:
+        raise RagError(lost["skipped"][0][1])
+    if not any_text and unmapped:
         raise RagError(f"its fonts ({', '.join(unmapped)}) have no Unicode map: OCR it to get its text")
-    if not any(texts):
+    if not any_text:
         raise RagError("no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf")
-    problems = missing_text(scans, broken, unmapped) + skipped_pages(skipped)
+    problems = missing_text(lost["scans"], lost["broken"], unmapped) + skipped_pages(lost["skipped"])
     if problems:
         warn(f"{path}: " + "; ".join(problems))
-    return with_outline(texts, titles) if titles else headings_by_size(texts, sized)
 
 
 def skipped_pages(skipped):
@@ -7446,7 +7510,7 @@ def destinations(pdf):
     return pdf.destinations
 
 
-def with_outline(texts, titles):
+def with_outline(texts, titles, before=0):
     """Return the pages' texts with the outline's titles as Markdown headings ("## Passwords", by level):
     the lines of the page that say a title (give or take case, spaces, hyphens and a section number)
     become its heading; a title the page does not say is put after the page's heading before it, or at
@@ -7457,8 +7521,8 @@ def with_outline(texts, titles):
     for page, level, title in titles:  # (each page in the outline's order)
         by_page.setdefault(page, []).append((level, title))
     for page, headings in by_page.items():
-        if 0 <= page < len(pages) and pages[page]:
-            pages[page] = headed(pages[page], headings)
+        if 0 <= page - before < len(pages) and pages[page - before]:
+            pages[page - before] = headed(pages[page - before], headings)
     return pages
 
 
@@ -7486,21 +7550,27 @@ def headed(text, headings):
 
 PDF_HEADING_SIZE = 1.15   # a paragraph in a font this many times the body text's (or more) may be a heading
 PDF_HEADING_SHARE = 0.25  # ... unless a fifth or more of the paragraphs are in that size: a second body text
+PDF_HEADING_PAGES = 64    # pages whose headings are found together (and by the sizes of the pages before them)
 
 
-def headings_by_size(texts, sized):
+def headings_by_size(texts, sized, seen=None):
     """Return the pages' texts with headings found by their size, where the document has no outline: a
     short paragraph (a line or two of four letters or more, not a sentence) in a font clearly larger than
     the body text's (the size most of the characters are in) is a Markdown heading, of level 1, 2 or 3
-    by its size among them. One heading over all the others (the document's title) is left as text."""
-    weight = Counter()
-    for page in sized:
-        for _, size, length in page:
+    by its size among them. One heading over all the others (the document's title) is left as text. The
+    sizes are those of these pages and of the pages before them that seen (a dict) counted: it adds these."""
+    seen = {} if seen is None else seen
+    weight, short = seen.setdefault("weight", Counter()), seen.setdefault("short", Counter())  # characters in each
+    for page in sized:                                                     # size; paragraphs like a heading in each
+        for text, size, length in page:
             weight[half_point(size)] += length
+            short[size] += heading_like(text)
+        seen["paragraphs"] = seen.get("paragraphs", 0) + len(page)
     body = weight.most_common(1)[0][0] if weight else 0
-    found = Counter(half_point(size) for page in sized for text, size, _ in page
-                    if body and size >= PDF_HEADING_SIZE * body and heading_like(text))
-    levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * sum(map(len, sized))), reverse=True)
+    found = Counter()
+    for size, count in short.items():
+        found[half_point(size)] += count if body and size >= PDF_HEADING_SIZE * body else 0
+    levels = sorted((size for size, n in found.items() if 0 < n <= PDF_HEADING_SHARE * seen["paragraphs"]), reverse=True)
     if levels and found[levels[0]] == 1 and len(levels) > 1:  # the title: left as text
         levels = levels[1:]
     for number, page in enumerate(sized if levels else ()):  # (each page replaced in place: never held twice)
@@ -10505,3 +10575,4 @@ CID_TABLES.update({
         "DkyE=k+`~0eySQfYX1R_v<!y"
     ),
 })
+

@@ -77,9 +77,16 @@ def load_with_warnings(*paths):
     return documents, err.getvalue()
 
 
+def only_part(files):
+    """Return the one part that rag.make_parts makes of a few small files."""
+    parts = list(rag.make_parts(files))
+    assert len(parts) == 1, parts
+    return parts[0]
+
+
 def chunks_of(text, source="doc.txt", budget=rag.CHUNK_CHARS, overlap=rag.CHUNK_OVERLAP):
     """Split one in-memory text document."""
-    return rag.split_document(rag.Document(source, rag.text_paragraphs(text)), budget, overlap)
+    return list(rag.split_document(rag.Document(source, rag.text_paragraphs(text)), budget, overlap))
 
 
 class TempFolder(unittest.TestCase):
@@ -569,7 +576,7 @@ class PagesTest(unittest.TestCase):
         for _ in range(200):
             pages = ["\n\n".join(" ".join(rng.choice(["a", "b\nc", "# H"]) for _ in range(rng.randint(1, 3)))
                                  for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(1, 4))]
-            document = rag.Document("x.pdf", rag.page_paragraphs(pages))
+            document = rag.Document("x.pdf", list(rag.page_paragraphs(pages)))
             lines = rag.document_text(document).split("\n")
             with self.subTest(pages=pages):
                 for paragraph in document.paragraphs:
@@ -579,7 +586,7 @@ class PagesTest(unittest.TestCase):
 
     def test_a_chunk_knows_its_pages_and_shows_them(self):
         document = rag.Document("policy.pdf", rag.page_paragraphs(["3.2 Per diem", "EUR 70 a day.", "Receipts."]))
-        chunk = rag.split_document(document)[0]
+        chunk = next(rag.split_document(document))
         self.assertEqual((chunk.heading, chunk.pages), ("Per diem", (1, 3)))
         self.assertEqual(rag.chunk_label(chunk), "policy.pdf p. 1-3  (Per diem)")
         self.assertEqual(json.loads("{%s}" % rag.chunk_json(chunk))["pages"], [1, 3])
@@ -931,7 +938,7 @@ class IndexStoreTest(TempFolder):
         for change, expected in zip(changes, [0, 1, 1, 0, 1]):
             change()
             with self.subTest(expected=expected):
-                with mock.patch.object(rag, "read_file", wraps=rag.read_file) as read_file:
+                with mock.patch.object(rag, "reading", wraps=rag.reading) as read_file:
                     index, read = self.updated(self.path)
                 self.assertEqual((read, read_file.call_count), (expected, expected))
                 self.assertEqual(self.ranking(index), self.ranking(self.updated()[0]))  # what a fresh index gives
@@ -992,10 +999,61 @@ class IndexStoreTest(TempFolder):
         index = rag.open_index(self.path)
         kept = index.db.execute("SELECT count(*) FROM files").fetchone()[0]  # 17: two parts of about 350 bytes
         self.assertEqual((index.db.execute("SELECT count(*) FROM parts").fetchone()[0], kept), (2, 17))
-        with mock.patch.object(rag, "read_file", wraps=rag.read_file) as read_file:
+        with mock.patch.object(rag, "reading", wraps=rag.reading) as read_file:
             rag.update_index(index, rag.find_files([self.docs]))
         self.assertEqual(read_file.call_count, 43 - kept)  # the next run goes on from there
         self.assertEqual(self.ranking(index, "text of file number 7"), self.ranking(self.updated()[0], "text of file number 7"))
+
+    def test_a_long_file_goes_in_part_by_part_and_a_run_stopped_inside_it_reads_it_again(self):
+        """A file with more than INDEX_PART_CHARS of chunks goes in as several parts (a 2,000-page PDF is
+        never held whole), and the index is the one whole files make. A run stopped after the file's first
+        part has it read again by the next run, which keeps none of its chunks twice."""
+        self.write("docs/long.md", "\n\n".join(f"## Rule {n}\n\nRule {n} says form {n * 7} is due in {n} days." for n in range(60)))
+        whole = self.updated()[0]
+        chunks = "SELECT path, heading, text FROM chunks ORDER BY path, first_line"
+        real, calls, err = rag.add_part, [], io.StringIO()
+
+        def add_then_stop(index, part):
+            calls.append(part.goes_on)
+            if len(calls) == 3:  # the long file's third part, after two committed
+                raise KeyboardInterrupt
+            real(index, part)
+        with mock.patch.object(rag, "INDEX_PART_CHARS", 400), mock.patch.object(rag, "add_part", add_then_stop), \
+                contextlib.redirect_stderr(err), self.assertRaises(rag.RagError) as stopped:
+            self.updated(self.path)
+        self.assertEqual((stopped.exception.exit_code, calls), (130, [False, True, True]))
+        self.assertIn("stopped: 2 of 4 files read and kept", str(stopped.exception))  # it.md, leave.md
+        index = rag.open_index(self.path)
+        self.addCleanup(index.db.close)
+        self.assertEqual(index.db.execute("SELECT identity FROM files WHERE path LIKE '%long.md'").fetchall(), [("",)])
+        with mock.patch.object(rag, "INDEX_PART_CHARS", 400), mock.patch.object(rag, "reading", wraps=rag.reading) as read:
+            rag.update_index(index, rag.find_files([self.docs]))
+        self.assertEqual(sorted(call.args[0].source for call in read.call_args_list), ["long.md", "travel.md"])
+        self.assertEqual(index.db.execute(chunks).fetchall(), whole.db.execute(chunks).fetchall())
+        self.assertGreater(index.db.execute("SELECT count(DISTINCT part) FROM chunks WHERE path LIKE '%long.md'").fetchone()[0], 5)
+        self.assertNotIn("", [identity for identity, in index.db.execute("SELECT identity FROM files")])
+        question = "when is form 91 due? rule 13"
+        self.assertEqual(self.ranking(index, question), self.ranking(whole, question))
+
+    def test_a_file_damaged_after_some_text_keeps_that_text(self):
+        """A reader that fails after some paragraphs (a long PDF damaged further on, read as it comes)
+        keeps them and says the rest is skipped; one that fails before any is skipped whole."""
+        def damaged(data, path):
+            if b"text" in data:
+                yield rag.Paragraph(1, 1, "The shuttle to the airport leaves at nine.", 1)
+            raise rag.RagError("a damaged PDF (ValueError: no object 12); repair it: qpdf in.pdf out.pdf")
+        self.write("docs/late.pdf", "text")
+        self.write("docs/early.pdf", "none")
+        err = io.StringIO()
+        with mock.patch.dict(rag.READERS, {".pdf": damaged}), contextlib.redirect_stderr(err):
+            index = self.updated(self.path)[0]
+        self.assertEqual(index.sources(), ["it.md", "late.pdf", "leave.md", "travel.md"])
+        self.assertEqual(self.ranking(index, "shuttle airport")[0][0], "late.pdf")
+        self.assertEqual(sorted(err.getvalue().splitlines()), [
+            f"rag.py: warning: skipped the rest of {os.path.join(self.docs, 'late.pdf')}: a damaged PDF (ValueError: "
+            "no object 12); repair it: qpdf in.pdf out.pdf",
+            f"rag.py: warning: skipped {os.path.join(self.docs, 'early.pdf')}: a damaged PDF (ValueError: no object 12); "
+            "repair it: qpdf in.pdf out.pdf"][::-1])
 
     def test_a_damaged_or_foreign_database_is_said_in_one_line_and_made_anew(self):
         os.makedirs(os.path.dirname(self.path))
@@ -1112,13 +1170,13 @@ class IndexStoreTest(TempFolder):
 
     def test_a_part_another_process_indexed_whole_meanwhile_is_left_out(self):
         index = self.updated(self.path)[0]
-        part = rag.make_part(rag.find_files([self.docs]))  # as another rag.py made it, for the same files
+        part = only_part(rag.find_files([self.docs]))  # as another rag.py made it, for the same files
         with rag.transaction(index.db, self.path):
             rag.add_part(index, part)
         self.assertEqual(index.db.execute("SELECT count(*), max(part) FROM chunks").fetchone(), (4, 1))
         self.write("docs/leave.md", "# Leave\n\nAnnual leave is 30 days a year.")  # one file of it changed
         with rag.transaction(index.db, self.path):
-            rag.add_part(index, rag.make_part(rag.find_files([self.docs])))  # replaces the part's files
+            rag.add_part(index, only_part(rag.find_files([self.docs])))  # replaces the part's files
         self.assertEqual(index.db.execute("SELECT count(*), count(DISTINCT path), max(part) FROM chunks").fetchone(), (4, 3, 2))
 
     def test_two_processes_at_once_index_each_file_once(self):
@@ -1169,9 +1227,9 @@ def workers_start():
     pool, ahead, _ = rag.start_workers(2, [[]])
     if pool is None:
         return False
-    part = ahead[0].result(timeout=60)
+    parts = ahead[0].result(timeout=60)
     pool.shutdown()
-    assert part == rag.make_part([]), part
+    assert parts == list(rag.make_parts([])), parts
     return True
 
 
@@ -1269,7 +1327,7 @@ class WorkersTest(TempFolder):
             batches = rag.file_batches(files, 2000)
         self.assertEqual((len(pools), pools[0] is None), (1, False))
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
-        self.assertEqual(parts, list(map(rag.make_part, batches)))
+        self.assertEqual(parts, [part for batch in batches for part in rag.make_parts(batch)])
 
     def test_the_pages_threads_read_in_this_process(self):
         """Starting workers points stderr elsewhere for a moment: the page's other threads would lose log lines."""
@@ -1288,7 +1346,7 @@ class WorkersTest(TempFolder):
                 mock.patch.object(rag, "file_batches", return_value=batches):
             parts = list(rag.parts_made_by_workers(files[:30] + [doomed] + files[31:]))
         self.assertEqual(err.getvalue(), "rag.py: warning: a process reading the files stopped; reading the rest in this one\n")
-        self.assertEqual(parts, list(map(rag.make_part, batches)))
+        self.assertEqual(parts, [part for batch in batches for part in rag.make_parts(batch)])
 
     def indexing(self, workers, cache, then="", **popen):
         """Start indexing docs in a child process (a session of its own) with that many workers, cores or
@@ -4410,6 +4468,16 @@ def one_page(content, fonts=b"/F1 4 0 R", extra=(), info=b""):
             COURIER, stream(b"", content), *extra]
 
 
+def pages_pdf(contents):
+    """Return a PDF of a page for each content stream, with Courier as /F1."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * n) for n in range(len(contents)))
+    objects = [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[%s]/Count %d>>" % (kids, len(contents)), COURIER]
+    for n, content in enumerate(contents):
+        objects += [b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R>>>>/Contents %d 0 R>>"
+                    % (5 + 2 * n), stream(b"", content)]
+    return write_pdf(objects)
+
+
 def unicode_map(chars):
     """Return a ToUnicode map giving codes 1, 2, ... the characters in turn."""
     return ("begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange %d beginbfchar " % len(chars)
@@ -4586,7 +4654,7 @@ def quiet_pages(data):
     """Return rag.pdf_pages(data) with warnings captured: (pages, warnings)."""
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        pages = rag.pdf_pages(data, "t.pdf")
+        pages = list(rag.pdf_pages(data, "t.pdf"))
     return pages, err.getvalue()
 
 
@@ -5074,7 +5142,7 @@ class PdfOutlineTest(TempFolder):
                               b"<</Title(Per diem)/Next 11 0 R/Dest[3 0 R/XYZ 0 700 0]>>",  # said on two lines, numbered
                               b"<</Title<FEFF004D0069006C0065006100670065>/Next 12 0 R/Dest(m)>>",  # UTF-16, named
                               b"<</Title(Trains)/Next 10 0 R/A<</S/GoTo/D[6 0 R/Fit]>>>>"])  # not said; a loop back
-        self.assertEqual(rag.pdf_pages(data, "x.pdf"), ["Staff Handbook\n\n# 1.1 Per diem\n\nThe per diem in Japan is EUR 70.",
+        self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), ["Staff Handbook\n\n# 1.1 Per diem\n\nThe per diem in Japan is EUR 70.",
                                                        "# Mileage\n\n# Trains\n\nMileage is paid at EUR 0.30."])
         self.write("docs/handbook.pdf", data)
         code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
@@ -5089,13 +5157,35 @@ class PdfOutlineTest(TempFolder):
         content = (b"BT /F1 28 Tf 72 740 Td (Staff Handbook) Tj ET BT /F1 20 Tf 72 700 Td (Travel) Tj ET "
                    b"BT /F1 14 Tf 72 670 Td (Per diem) Tj ET BT /F1 11 Tf 72 650 Td " + body * 3 + b"ET "
                    b"BT /F1 20 Tf 72 560 Td (A-5) Tj ET BT /F1 20 Tf 72 530 Td (This sentence is large but it is a sentence all the same.) Tj ET")
-        page = rag.pdf_pages(write_pdf(one_page(content)), "x.pdf")[0]
+        page = list(rag.pdf_pages(write_pdf(one_page(content)), "x.pdf"))[0]
         self.assertEqual(re.findall(r"^#.*", page, re.M), ["# Travel", "## Per diem"])
         self.assertEqual(page.splitlines()[0], "Staff Handbook")
         self.assertTrue(page.endswith("\n\nA-5\nThis sentence is large but it is a sentence all the same."))
         self.write("docs/handbook.pdf", write_pdf(one_page(content)))
         code, out, _ = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
         self.assertIn("handbook.pdf p. 1  (Travel > Per diem)", out)
+
+    def test_headings_by_size_found_a_few_pages_at_a_time_are_those_of_the_whole(self):
+        """A long PDF is read PDF_HEADING_PAGES at a time, each window's headings found by the sizes of the
+        pages so far: where each size has shown on the first pages, they are those found over the whole."""
+        def page(*paragraphs):  # the body's of two lines, 13 points apart; 30 more between paragraphs
+            content, y = b"", 740
+            for size, text in paragraphs:
+                for line in [text] * (2 if size == 11 else 1):
+                    content, y = content + b"BT /F1 %d Tf 72 %d Td (%s) Tj ET " % (size, y, line), y - 13
+                y -= 30
+            return content
+        body = (11, b"The per diem in Japan is EUR 70 a day, paid with the salary.")
+        contents = [page((28, b"Staff Handbook"), (20, b"Travel"), (14, b"Per diem"), body, body),
+                    page(body, (14, b"Mileage rates"), body, body), page((20, b"Leave"), body, body, body),
+                    page((14, b"Annual leave"), body, body), page(body, body, (14, b"Sick leave"), body)]
+        data = pages_pdf(contents)
+        whole = list(rag.pdf_pages(data, "x.pdf"))
+        self.assertEqual([re.findall(r"^#.*", text, re.M) for text in whole],
+                         [["# Travel", "## Per diem"], ["## Mileage rates"], ["# Leave"], ["## Annual leave"], ["## Sick leave"]])
+        for pages in (1, 2, 3):
+            with self.subTest(pages=pages), mock.patch.object(rag, "PDF_HEADING_PAGES", pages):
+                self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), whole)
 
     def test_an_outline_that_cannot_be_read_leaves_the_text_as_it_was(self):
         plain = ["Staff Handbook\n1.1 Per\ndiem\n\nThe per diem in Japan is EUR 70.", "MILEAGE\n\nMileage is paid at EUR 0.30."]
@@ -5107,9 +5197,9 @@ class PdfOutlineTest(TempFolder):
                                  [page.replace("\n\n", "\n") for page in plain])
         broken_tree = self.handbook([b"<</Title(Per diem)/Next 10 0 R/Dest(m)>>", b"<</Title(Mileage)/Dest[6 0 R/Fit]>>"],
                                     names=b"<</Names<</m 1>>>>")  # a name tree whose names are no array: the rest read
-        self.assertEqual(rag.pdf_pages(broken_tree, "x.pdf")[1], "# Mileage\n\nMileage is paid at EUR 0.30.")
+        self.assertEqual(list(rag.pdf_pages(broken_tree, "x.pdf"))[1], "# Mileage\n\nMileage is paid at EUR 0.30.")
         many = [b"<</Title(T %d)/Next %d 0 R/Dest[6 0 R]>>" % (n, n + 1) for n in range(9, 9 + 20000)]
-        self.assertEqual(rag.pdf_pages(self.handbook(many), "x.pdf")[1].count("# T "), rag.PDF_MAX_OUTLINE)
+        self.assertEqual(list(rag.pdf_pages(self.handbook(many), "x.pdf"))[1].count("# T "), rag.PDF_MAX_OUTLINE)
 
 
 class PdfTextTest(unittest.TestCase):
@@ -5557,7 +5647,7 @@ class DocxTest(unittest.TestCase):
         chunks = rag.split_documents([rag.Document("a.docx", rag.READERS[".docx"](data, "a.docx"))])
         self.assertEqual({c.heading for c in chunks}, {"V6 Authentication"})
         content = b"BT /F1 11 Tf 72 700 Td (V6 Authentication) Tj 0 -30 Td (# Description L1 L2 L3 CWE NIST) Tj ET"
-        page = rag.pdf_pages(write_pdf(one_page(content)), "a.pdf")[0]
+        page = list(rag.pdf_pages(write_pdf(one_page(content)), "a.pdf"))[0]
         self.assertEqual(page, "V6 Authentication\n\n\\# Description L1 L2 L3 CWE NIST")  # (as Markdown writes a "#")
         chunks = rag.split_documents([rag.Document("a.pdf", rag.page_paragraphs([page]))])
         self.assertEqual({c.heading for c in chunks}, {""})
@@ -6237,9 +6327,9 @@ class MixedFolderTest(TempFolder):
         self.write(os.path.join(docs, "other", "a.txt"), "The text file says the rePort is due in 9 days.")
         for name in ("page.html", "page.txt"):  # the same bytes, read by two readers: each its own way
             self.write(os.path.join(docs, "web", name), "<p>The <b>web page</b> says the report is due.</p>")
-        read, real_read = [], rag.read_file
+        read, real_read = [], rag.reading
         with mock.patch.object(rag, "COPY_MIN_BYTES", 1), \
-                mock.patch.object(rag, "read_file", lambda file, most: read.append(file.path) or real_read(file, most)):
+                mock.patch.object(rag, "reading", lambda file, *args: read.append(file.path) or real_read(file, *args)):
             by_one, read_by_one = self.index_with(docs, 1), list(read)
             self.assertEqual(self.index_with(docs, 2), by_one)
             self.assertEqual(self.index_with(docs, 0), by_one)
@@ -6268,10 +6358,10 @@ class MixedFolderTest(TempFolder):
         self.write("docs/b.txt", "Bravo says the report is due in Jun.")
         with mock.patch.object(rag, "COPY_MIN_BYTES", 1):
             first, second = rag.copies_together(rag.find_files([docs]))
-            self.assertIn("Alpha", rag.read_copies_once(first)[0][0].text)
+            self.assertIn("Alpha", list(rag.read_copies_once(first))[0].text)
             changed = self.write("docs/a.txt", "Bravo says the report is due in Jun.")
             os.utime(changed, ns=(time.time_ns(), os.stat(changed).st_mtime_ns + 10**9))  # (a clock coarser than this test)
-            self.assertIn("Bravo", rag.read_copies_once(second)[0][0].text)
+            self.assertIn("Bravo", list(rag.read_copies_once(second))[0].text)
 
 
 # ----------------------------------------------------------------------------------------- Appendix: the page
@@ -6701,12 +6791,12 @@ class PageFirstReadingTest(ServerCase):
         stderr.__enter__()
         self.addCleanup(stderr.__exit__, None, None, None)
         self.go = threading.Semaphore(0)  # a batch (here one file) is read when released
-        real = rag.make_part
+        real = rag.make_parts
 
-        def make_part(files, *args):
+        def make_parts(files, *args):
             self.go.acquire()
-            return real(files, *args)
-        for patch in (mock.patch.object(rag, "make_part", make_part), mock.patch.object(rag, "INDEX_PART_BYTES", 10),
+            yield from real(files, *args)
+        for patch in (mock.patch.object(rag, "make_parts", make_parts), mock.patch.object(rag, "INDEX_PART_BYTES", 10),
                       mock.patch.object(rag, "RELOAD_SECONDS", 0.0)):
             patch.start()
             self.addCleanup(patch.stop)

@@ -212,7 +212,8 @@ def time_check(rag_path, repeats):
     import rag  # noqa: E402  (the rag.py given)
     index = rag.Index()
     with rag.transaction(index.db, index.path):  # the handbook, indexed in memory
-        rag.add_part(index, rag.make_part([rag.File(rag.DEFAULT_DOCS, "handbook.txt", rag.READERS[".txt"], "0 0 0")]))
+        for part in rag.make_parts([rag.File(rag.DEFAULT_DOCS, "handbook.txt", rag.READERS[".txt"], "0 0 0")]):
+            rag.add_part(index, part)
         for extra in rag.INDEX_EXTRAS.values():
             extra["updated"](index)
     index.read_lengths()
