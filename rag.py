@@ -10247,10 +10247,6 @@ def suggest_options(parser):
 OPTIONS["did_you_mean"] = {"add": suggest_options}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # ---------------------------------------------------------------------------------------------------
 # Appendix: Adobe's CJK glyph numbers, the data. What character each CID of Adobe-Japan1 (to Supplement 7),
 # Adobe-GB1 (6), Adobe-CNS1 (7) and Adobe-Korea1 (2) is, for PDF fonts that name such a collection and
@@ -10576,3 +10572,6 @@ CID_TABLES.update({
     ),
 })
 
+
+if __name__ == "__main__":
+    sys.exit(main())

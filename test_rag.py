@@ -5073,6 +5073,12 @@ class PdfFontsTest(unittest.TestCase):
             objects[3] = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]>>"
             with self.subTest(ordering=ordering):
                 self.assertEqual(text_of(objects), ([expected], ""))
+        with tempfile.TemporaryDirectory() as folder:  # rag.py run as a script has them too (the last appendix)
+            with open(os.path.join(folder, "gazette.pdf"), "wb") as f:
+                f.write(write_pdf(objects))
+            out = subprocess.run([sys.executable, os.path.join(HERE, "rag.py"), "--docs", folder, "--no-cache", "--search",
+                                  "-k", "1", "賈"], capture_output=True, encoding="utf-8").stdout
+            self.assertIn("賈퇺훓", out)
         to_unicode = stream(b"", b"begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange "
                                  b"1 beginbfchar <0465> <0058> endbfchar endcmap")
         objects = one_page(b"BT /F1 10 Tf 300 700 Td <04650466> Tj ET", extra=[japan1, to_unicode])
