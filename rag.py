@@ -472,7 +472,7 @@ def reading(file, most_bytes=MAX_FILE_BYTES, outcome=None):
         except RagError as e:
             warn(f"skipped {'the rest of ' * got}{file.path}: {e}")
             outcome.update(used=got, again=e.again and not got)
-            paragraph = None
+            return
         finally:
             KEPT_LINES.reset(now)
         if paragraph is None:
@@ -618,7 +618,7 @@ PAGE_NAMES = {}
 # fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
 # ---------------------------------------------------------------------------------------------------
 
-SECTION_LOOKAHEAD = 1000  # paragraphs that say whether a document's "1. Install" may head a section
+SECTION_LOOKAHEAD = 1000  # paragraphs that say whether "1. Install" heads a section (a long file is read as it comes)
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -654,7 +654,6 @@ def sections(paragraphs):
     """
     path, body, has_text, underline_levels, paragraphs = [], [], False, {}, iter(paragraphs)
     # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
-    # (as its first paragraphs say: a long PDF is read as it comes)
     first = list(itertools.islice(paragraphs, SECTION_LOOKAHEAD))
     numbered = not any(ATX_HEADING.match(p.text) and "\n" not in p.text for p in first)
     for paragraph in itertools.chain(first, paragraphs):
