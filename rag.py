@@ -618,7 +618,8 @@ PAGE_NAMES = {}
 # fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
 # ---------------------------------------------------------------------------------------------------
 
-SECTION_LOOKAHEAD = 1000  # paragraphs that say whether "1. Install" heads a section (a long file is read as it comes)
+SECTION_PARAGRAPHS = 1000  # paragraphs held at once: a long section's pieces, and those that say whether
+                           # "1. Install" heads a section (a long file is split as it is read)
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -647,34 +648,39 @@ def heading_of(paragraph, underline_levels, numbered=True):
 
 
 def sections(paragraphs):
-    """Group paragraphs under their heading path: yield (path, paragraphs), headings included.
+    """Group paragraphs under their heading path: yield (path, paragraphs, whether a section starts),
+    headings included; a long section comes in pieces of SECTION_PARAGRAPHS (a long file as it is read).
 
     A heading directly followed by another heading stays with the next section, so a heading is a
     chunk alone only when nothing follows it in its document.
     """
-    path, body, has_text, underline_levels, paragraphs = [], [], False, {}, iter(paragraphs)
+    path, body, has_text, underline_levels, paragraphs, new = [], [], False, {}, iter(paragraphs), True
     # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
-    first = list(itertools.islice(paragraphs, SECTION_LOOKAHEAD))
+    first = list(itertools.islice(paragraphs, SECTION_PARAGRAPHS))
     numbered = not any(ATX_HEADING.match(p.text) and "\n" not in p.text for p in first)
     for paragraph in itertools.chain(first, paragraphs):
         heading = heading_of(paragraph, underline_levels, numbered)
-        if heading and has_text:
-            yield " > ".join(title for _, title in path), body
-            body, has_text = [], False
+        if has_text and (heading or len(body) >= SECTION_PARAGRAPHS):
+            yield " > ".join(title for _, title in path), body, new
+            body, has_text, new = [], not heading, bool(heading)
         if heading:  # a heading of level 2 replaces the last level-2 heading and everything under it
             path = [(level, title) for level, title in path if level < heading[0]] + [heading]
         else:
             has_text = True
         body.append(paragraph)
     if body:
-        yield " > ".join(title for _, title in path), body
+        yield " > ".join(title for _, title in path), body, new
 
 
 def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
     """Yield the chunks of one document, in order."""
     room = budget - overlap - 2  # what new text a chunk can take besides the tail and a separator
-    for heading, paragraphs in sections(document.paragraphs):
-        group, size, lead = [], 0, []
+    group, size, lead, heading = [], 0, [], ""
+    for title, paragraphs, new in sections(document.paragraphs):
+        if new and group:  # the section before ends with its last chunk
+            yield make_chunk(document.source, heading, lead + group)
+        if new:
+            group, size, lead, heading = [], 0, [], title
         for piece in [piece for p in paragraphs for piece in cut_paragraph(p, room)]:
             if group and size + len(piece.text) > room:  # full: close this chunk, start the next
                 yield make_chunk(document.source, heading, lead + group)
@@ -682,8 +688,8 @@ def split_document(document, budget=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
                 group, size = [], 0
             group.append(piece)
             size += len(piece.text) + 2  # 2: the blank line that joins two pieces
-        if group:
-            yield make_chunk(document.source, heading, lead + group)
+    if group:
+        yield make_chunk(document.source, heading, lead + group)
 
 
 def make_chunk(source, heading, pieces):

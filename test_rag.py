@@ -709,6 +709,19 @@ class SplitTest(unittest.TestCase):
         self.assertEqual("".join(c.text for c in chunks), "x" * 250)
         self.assertTrue(all(len(c.text) <= 100 for c in chunks))
 
+    def test_a_long_section_comes_in_pieces_that_make_the_same_chunks(self):
+        """A long file is split as it is read: a section of more than SECTION_PARAGRAPHS paragraphs (a
+        long PDF without headings is one) comes in pieces, and its chunks are those of the whole."""
+        text = "Intro.\n\n# Rules\n\n" + "\n\n".join(f"Rule {n} says form {n * 7} is due in {n} days at the office of "
+                                                 f"region {n % 9}." for n in range(300)) + "\n\n# End\n\nThat is all."
+        whole = chunks_of(text)
+        with mock.patch.object(rag, "SECTION_PARAGRAPHS", 7):
+            pieces = list(rag.sections(rag.text_paragraphs(text)))
+            self.assertEqual(chunks_of(text), whole)
+        self.assertEqual((max(len(body) for _, body, _ in pieces), len(pieces)), (7, 45))  # 1, 301 and 2
+        self.assertEqual([(path, new) for path, _, new in pieces if new], [("", True), ("Rules", True), ("End", True)])
+        self.assertGreater(len(whole), 10)
+
     def test_empty_and_whitespace_documents_have_no_chunks(self):
         for text in ("", "\n\n", "   "):
             with self.subTest(text=text):
