@@ -1039,6 +1039,7 @@ class Index:
                            "run rag.py with another Python (python.org's, or the system's)")
         import threading  # here, not at the top: see the note after the imports
         self.path, self.others = path, []  # others: the files of other kinds found beside (for --list)
+        self.last_part = None  # the part this process wrote last (a long file's next part goes on from it)
         self.db = sqlite3.connect(path, timeout=INDEX_WAIT_SECONDS, isolation_level=None,  # transactions: ours
                                   check_same_thread=False)  # the page's threads read it (see rows)
         self.lock = threading.Lock()
@@ -1479,13 +1480,17 @@ def part_of(read, kept=None, notes=(), batch_size=0, goes_on=False):
 def add_part(index, part):
     """Add a Part to the index, its chunks numbered after the last ones: the files (with what reading each
     said), the chunks, their lengths and the postings. Another rag.py may have indexed the files meanwhile:
-    then the part is left out when it has them all as they are, and replaces what it has otherwise."""
+    then the part is left out when it has them all as they are (a file read in part never is), and replaces
+    what it has otherwise."""
     db = index.db
     known = dict(rows_where(db, "SELECT path, identity FROM files WHERE path IN ({})", [f.path for f in part.files]))
-    if not part.goes_on and all(known.get(file.path) == file.identity for file in part.files):
+    if part.goes_on:  # (its file's part before must be the last this run wrote: else another run wrote it since)
+        if first_row(db, "SELECT part FROM files WHERE path = ?", (part.files[0].path,)) != (index.last_part,):
+            return
+    elif all(known.get(file.path) == file.identity and file.identity for file in part.files):
         return
     drop_files(index, [] if part.goes_on else list(known))
-    part_id = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1 if part.chunks else None
+    part_id = index.last_part = (first_row(db, "SELECT max(part) FROM parts")[0] or 0) + 1 if part.chunks else None
     last = first_row(db, "SELECT max(number) FROM chunks")[0]
     base = 0 if last is None else last + 1  # chunks are numbered from 0, in the order they are read
     notes = {path: "\n".join(lines) for path, lines in part.notes}
@@ -4192,9 +4197,10 @@ def files_and_chunks(index):
     order. A file's chunks are numbered one after another (they are indexed together), and so are the
     files of a folder read in one run: each is a run of numbers."""
     if "files" not in index.memo:
-        index.memo["files"] = [(source, int(identity.split()[1]) / 1e9, first, last) for source, identity, first, last
-                               in index.rows("SELECT files.source, identity, min(number), max(number) FROM files JOIN "
-                                             "chunks ON chunks.path = files.path GROUP BY files.path ORDER BY 3")]
+        index.memo["files"] = [(source, int(identity.split()[1]) / 1e9 if identity else read, first, last)  # (none:
+                               for source, identity, read, first, last in index.rows(  # a long file read in part)
+                                   "SELECT files.source, identity, read, min(number), max(number) FROM files JOIN "
+                                   "chunks ON chunks.path = files.path GROUP BY files.path ORDER BY 4")]
     return index.memo["files"]
 
 
@@ -7303,7 +7309,7 @@ def pdf_pages(data, path):
     try:
         pdf = PdfFile(data)
         texts, sized, pages, budget, seen, any_text = [], [], page_list(pdf), TextBudget(path), {}, False
-        lost, titles = {"scans": [], "broken": [], "skipped": []}, outline(pdf)
+        lost, titles, before = {"scans": [], "broken": [], "skipped": []}, outline(pdf), 0  # before: pages given
         budget.until = math.inf  # (the file's own time budget, as it grows with its pages)
         pdf.allow(len(pages))
         for number, (page, resources) in enumerate(pages, 1):
@@ -7317,9 +7323,9 @@ def pdf_pages(data, path):
             if not fits:
                 break
             if len(texts) == PDF_HEADING_PAGES:
-                yield from pages_headed(texts, sized, titles, number - len(texts), seen)
-                texts, sized = [], []
-        yield from pages_headed(texts, sized, titles, len(pages) - len(texts), seen)
+                yield from given(pdf, pages_headed(texts, sized, titles, before, seen))
+                texts, sized, before = [], [], number
+        yield from given(pdf, pages_headed(texts, sized, titles, before, seen))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error, OverflowError) as e:
         raise RagError(f"a damaged PDF ({type(e).__name__}: {e}); repair it: qpdf in.pdf out.pdf") from None
     pdf_lost(pdf, path, lost, len(pages), any_text)
@@ -7342,6 +7348,14 @@ def page_text(pdf, number, page, resources, sizes, lost):
     text = page_layout(drawn["spans"], sizes)
     lost["scans"] += [number] if drawn["images"] and not text else []
     return text
+
+
+def given(pdf, texts):
+    """Yield the pages' texts; the file's time budget does not run while the caller works on one."""
+    for text in texts:
+        paused = time.monotonic()
+        yield text
+        pdf.deadline += time.monotonic() - paused
 
 
 def pages_headed(texts, sized, titles, before, seen):

@@ -1048,6 +1048,24 @@ class IndexStoreTest(TempFolder):
         question = "when is form 91 due? rule 13"
         self.assertEqual(self.ranking(index, question), self.ranking(whole, question))
 
+    def test_two_runs_writing_one_long_file_at_once_keep_its_chunks_once(self):
+        """Two runs without the lock (see test_two_processes_at_once_index_each_file_once) write their parts
+        of a long file in turns: the later run's first part replaces the other's, whose parts that go on
+        are then left out. The index is the one whole files make, and --only still reads it meanwhile."""
+        self.write("docs/long.md", "\n\n".join(f"## Rule {n}\n\nRule {n} says form {n * 7} is due in {n} days." for n in range(60)))
+        whole, chunks = self.updated()[0], "SELECT path, heading, text FROM chunks ORDER BY path, first_line"
+        ours, theirs = rag.open_index(self.path), rag.open_index(self.path)
+        self.addCleanup(ours.db.close), self.addCleanup(theirs.db.close)
+        with mock.patch.object(rag, "INDEX_PART_CHARS", 400):
+            turns = itertools.zip_longest(*(rag.make_parts(rag.find_files([self.docs])) for _ in range(2)))
+            for turn, (our_part, their_part) in enumerate(turns):
+                for index, part in ((ours, our_part), (theirs, their_part)):
+                    with rag.transaction(index.db, self.path):
+                        rag.add_part(index, part)
+                if turn == 1:  # the long file in part: asked within it all the same
+                    self.assertEqual(len(rag.files_and_chunks(ours)), 3)
+        self.assertEqual(ours.db.execute(chunks).fetchall(), whole.db.execute(chunks).fetchall())
+
     def test_a_file_damaged_after_some_text_keeps_that_text(self):
         """A reader that fails after some paragraphs (a long PDF damaged further on, read as it comes)
         keeps them and says the rest is skipped; one that fails before any is skipped whole."""
@@ -4481,13 +4499,13 @@ def one_page(content, fonts=b"/F1 4 0 R", extra=(), info=b""):
             COURIER, stream(b"", content), *extra]
 
 
-def pages_pdf(contents):
-    """Return a PDF of a page for each content stream, with Courier as /F1."""
+def pages_pdf(contents, compressed=False):
+    """Return a PDF of a page for each content stream (compressed: with zlib), with Courier as /F1."""
     kids = b" ".join(b"%d 0 R" % (4 + 2 * n) for n in range(len(contents)))
     objects = [b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[%s]/Count %d>>" % (kids, len(contents)), COURIER]
     for n, content in enumerate(contents):
         objects += [b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R>>>>/Contents %d 0 R>>"
-                    % (5 + 2 * n), stream(b"", content)]
+                    % (5 + 2 * n), stream(b"/Filter/FlateDecode", zlib.compress(content)) if compressed else stream(b"", content)]
     return write_pdf(objects)
 
 
@@ -5161,8 +5179,13 @@ class PdfOutlineTest(TempFolder):
                               b"<</Title(Per diem)/Next 11 0 R/Dest[3 0 R/XYZ 0 700 0]>>",  # said on two lines, numbered
                               b"<</Title<FEFF004D0069006C0065006100670065>/Next 12 0 R/Dest(m)>>",  # UTF-16, named
                               b"<</Title(Trains)/Next 10 0 R/A<</S/GoTo/D[6 0 R/Fit]>>>>"])  # not said; a loop back
-        self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), ["Staff Handbook\n\n# 1.1 Per diem\n\nThe per diem in Japan is EUR 70.",
-                                                       "# Mileage\n\n# Trains\n\nMileage is paid at EUR 0.30."])
+        pages = ["Staff Handbook\n\n# 1.1 Per diem\n\nThe per diem in Japan is EUR 70.", "# Mileage\n\n# Trains\n\nMileage is paid at EUR 0.30."]
+        self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), pages)
+        with mock.patch.object(rag, "PDF_HEADING_PAGES", 1):  # a page at a time: each its own titles
+            self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), pages)
+        with mock.patch.object(rag, "TEXT_MAX_PIECES", 1), contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(list(rag.pdf_pages(data, "x.pdf")), pages[:1] + [""])  # stopped after the first
+        self.assertIn("p. 2 on is left out", err.getvalue())
         self.write("docs/handbook.pdf", data)
         code, out, err = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
         self.assertEqual((code, err), (0, ""))
@@ -5183,6 +5206,18 @@ class PdfOutlineTest(TempFolder):
         self.write("docs/handbook.pdf", write_pdf(one_page(content)))
         code, out, _ = run_main(["--docs", os.path.join(self.folder, "docs"), "--no-cache", "--search", "-k", "1", "per diem Japan"])
         self.assertIn("handbook.pdf p. 1  (Travel > Per diem)", out)
+
+    def test_the_files_time_budget_does_not_run_while_the_caller_works(self):
+        """The reader gives a long PDF's pages as it reads them: the time the caller takes with them
+        (splitting, indexing, waiting for the database) is not the file's, whose pages would be skipped."""
+        clock, read = [1000.0], []
+        data = pages_pdf([b"BT /F1 12 Tf 72 700 Td (Page %d says hello.) Tj ET" % n for n in range(3)], compressed=True)
+        with mock.patch.object(rag.time, "monotonic", lambda: clock[0]), mock.patch.object(rag, "PDF_HEADING_PAGES", 1), \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            for text in rag.pdf_pages(data, "x.pdf"):
+                read.append(text)
+                clock[0] += 2 * rag.PDF_MAX_SECONDS  # the caller takes twice the file's budget over each page
+        self.assertEqual((read, err.getvalue()), ([f"Page {n} says hello." for n in range(3)], ""))
 
     def test_headings_by_size_found_a_few_pages_at_a_time_are_those_of_the_whole(self):
         """A long PDF is read PDF_HEADING_PAGES at a time, each window's headings found by the sizes of the
