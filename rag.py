@@ -65,7 +65,6 @@ MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped (a 50 MB text is a
 INDEX_FORMAT = "rag.py index 4"  # an index database of another format, or made by another rag.py, is made anew
 INDEX_PART_BYTES = 8 * 2**20  # files read between two commits (a part: kept if the run stops; README, "Limits")
 INDEX_PART_CHARS = 2**20   # ... and chunks' characters: a long PDF goes in as parts, never held whole
-MAX_PARTS = 256            # a run that changes files adds a part to the index: more than this are merged
 CACHED_POSTINGS = 4_000_000  # the BM25 weights kept for the next questions, at most (in lists: 40 bytes each)
 CACHED_CHUNKS = 10000      # chunks kept for the next questions, at most (about 2 KB each; README, "Limits")
 INDEX_WAIT_SECONDS = 600   # how long to wait while another rag.py updates the same index
@@ -305,7 +304,8 @@ HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index
          "indexed": lambda text: text,  # what the index reads of a chunk's text (Appendix: contents pages)
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
          "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
-         "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome)}  # (Appendix: a file copied)
+         "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome),  # (Appendix: a file copied)
+         "changed": lambda index: None}  # the index, after files changed (Appendix: merging parts)
 
 # ---------------------------------------------------------------------------------------------------
 # Load: files and folders -> documents. A reader per kind of file (READERS, by suffix) turns its bytes
@@ -450,18 +450,18 @@ def reader_for(path, named):
 
 
 def read_file(file, most_bytes=MAX_FILE_BYTES):
-    """Return (the paragraphs of one file, or None when it cannot be used; the lines that reading it said,
-    for the caller to say; whether to read it again next run though unchanged): reading()'s, in one piece."""
+    """Return reading()'s paragraphs in one list (None when the file cannot be used), the lines it said and
+    whether to read the file again next run."""
     outcome = {}
     paragraphs = list(reading(file, most_bytes, outcome))
     return paragraphs if outcome["used"] else None, outcome["said"], outcome["again"]
 
 
 def reading(file, most_bytes=MAX_FILE_BYTES, outcome=None):
-    """Yield the paragraphs of one file as its reader makes them (a long PDF's a few pages at a time), and
-    fill outcome: "said", the lines that reading it said; "used", False when it cannot be used; "again",
-    whether to read it again next run though unchanged (it could not be read for now, or was over a limit
-    that may be raised). Unchanged, it would say the same again. A file damaged after some text keeps it."""
+    """Yield the paragraphs of one file as its reader makes them (a long PDF's a few pages at a time), and fill
+    outcome: "said", the lines reading it said; "used", False when it cannot be used; "again", whether to read
+    it again next run though unchanged (unreadable for now, or over a limit that may be raised; else it would
+    say the same again). A file damaged after some text keeps that text."""
     outcome, paragraphs, got = {} if outcome is None else outcome, None, False
     outcome.update(said=[], used=True, again=False)
     while True:
@@ -618,8 +618,7 @@ PAGE_NAMES = {}
 # fact on a boundary stays whole in at least one chunk. A heading starts a new chunk.
 # ---------------------------------------------------------------------------------------------------
 
-SECTION_PARAGRAPHS = 1000  # paragraphs held at once: a long section's pieces, and those that say whether
-                           # "1. Install" heads a section (a long file is split as it is read)
+SECTION_PARAGRAPHS = 1000  # held at once: a long section's pieces; those that say if "1. Install" is a heading
 NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+([^\W\d_][^\n]{0,78})$")  # "3.2 Per diem"
 SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？])")
 SPACE = re.compile(r"\s+")
@@ -648,12 +647,9 @@ def heading_of(paragraph, underline_levels, numbered=True):
 
 
 def sections(paragraphs):
-    """Group paragraphs under their heading path: yield (path, paragraphs, whether a section starts),
-    headings included; a long section comes in pieces of SECTION_PARAGRAPHS (a long file as it is read).
-
-    A heading directly followed by another heading stays with the next section, so a heading is a
-    chunk alone only when nothing follows it in its document.
-    """
+    """Group paragraphs under their heading path: yield (path, paragraphs, whether a section starts), headings
+    included, a long section in pieces of SECTION_PARAGRAPHS. A heading directly followed by another stays
+    with the next section, so a heading is a chunk alone only when nothing follows it in its document."""
     path, body, has_text, underline_levels, paragraphs, new = [], [], False, {}, iter(paragraphs), True
     # "1. Install" heads a section of a plain text file, but is a list item in a Markdown file with # headings
     first = list(itertools.islice(paragraphs, SECTION_PARAGRAPHS))
@@ -1314,8 +1310,7 @@ def update_index(index, files, most_bytes=MAX_FILE_BYTES, progress=None):
         gc.enable()
     if gone or todo:
         with transaction(index.db, index.path):
-            if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
-                merge_parts(index)
+            HOOKS["changed"](index)
             for extra in INDEX_EXTRAS.values():
                 extra["updated"](index)
         index.read_lengths()
@@ -1422,12 +1417,11 @@ class Part:
     goes_on: bool = False  # its file is the last of the part before, which is in the index already
 
 
-def make_parts(files, most_bytes=MAX_FILE_BYTES, count=None):
-    """Yield the Parts of a batch of files read, split and tokenized, telling count(pages, bytes) of each file
-    read. A part ends after INDEX_PART_CHARS of chunks, inside a file if need be (a 2,000-page PDF is never
-    held whole); the parts before a file's last keep it with no identity, so that a run stopped meanwhile
-    reads it again. It touches nothing but the files, so it can run in a worker process. A file that
-    cannot be read for now (a permission, a limit) is kept with no identity, to be read again next run."""
+def make_parts(files, most_bytes=MAX_FILE_BYTES, count=lambda pages, size: None):
+    """Yield the Parts of a batch of files read, split and tokenized (it touches nothing but the files, so it
+    can run in a worker), telling count(pages, bytes) of each file. A part ends after INDEX_PART_CHARS of
+    chunks, inside a file if need be (a 2,000-page PDF is never held whole). A file is kept with no identity,
+    to be read again next run, in the parts before its last (should the run stop) and when unreadable for now."""
     read, kept, notes, size, done = [], [], [], 0, 0  # done: the files of the parts yielded
     for number, file in enumerate(files, 1):
         outcome, chunks, pages, cut = {}, [], 0, False
@@ -1440,8 +1434,7 @@ def make_parts(files, most_bytes=MAX_FILE_BYTES, count=None):
         notes += [(file.path, outcome["said"])] if outcome["said"] else []
         kept.append(replace(file, identity="") if outcome["again"] else file)
         read += [(file, chunks)] if outcome["used"] else []
-        if count:
-            count(pages, file_size(file))
+        count(pages, file_size(file))
         if cut:  # (a part goes on with one file only, whose earlier parts are in)
             yield part_of(read, kept, notes, number - done, cut)
             read, kept, notes, size, done = [], [], [], 0, number
@@ -1567,38 +1560,6 @@ def without(gone, numbers, numbers_type, values, values_type):
     numbers, values = array(numbers_type, numbers), array(values_type, values)
     kept = [at for at, number in enumerate(numbers) if number not in gone]
     return array(numbers_type, [numbers[at] for at in kept]).tobytes(), array(values_type, [values[at] for at in kept]).tobytes()
-
-
-def merge_parts(index):
-    """Merge every part into the first: runs that changed a few files each add a part, and a question
-    reads a row of postings per part and token."""
-    db = index.db
-    first = first_row(db, "SELECT min(part) FROM parts")[0]
-    db.execute("CREATE TEMP TABLE merged (token TEXT PRIMARY KEY, numbers BLOB, counts BLOB) WITHOUT ROWID")
-    db.executemany("INSERT INTO merged VALUES (?, ?, ?)", merged_rows(db.execute(
-        "SELECT token, numbers, counts FROM postings ORDER BY token, part")))
-    db.execute("DELETE FROM postings")
-    db.execute("INSERT INTO postings SELECT ?, token, numbers, counts FROM merged", (first,))
-    db.execute("DROP TABLE merged")
-    numbers, lengths = b"", b""
-    for part_numbers, part_lengths in db.execute("SELECT numbers, lengths FROM parts ORDER BY part").fetchall():
-        numbers, lengths = numbers + part_numbers, lengths + part_lengths
-    db.execute("DELETE FROM parts")
-    db.execute("INSERT INTO parts VALUES (?, ?, ?)", (first, numbers, lengths))
-    db.execute("UPDATE chunks SET part = ?", (first,))
-    db.execute("UPDATE files SET part = ?", (first,))
-
-
-def merged_rows(rows):
-    """Yield (token, numbers, counts) with the rows of each token joined (they come in part order)."""
-    token, numbers, counts = None, b"", b""
-    for row_token, row_numbers, row_counts in rows:
-        if row_token != token and token is not None:
-            yield token, numbers, counts
-            numbers, counts = b"", b""
-        token, numbers, counts = row_token, numbers + row_numbers, counts + row_counts
-    if token is not None:
-        yield token, numbers, counts
 
 
 @lru_cache(maxsize=None)
@@ -4791,6 +4752,56 @@ def megabytes(size):
 
 
 # ---------------------------------------------------------------------------------------------------
+# Appendix: merging parts. Each run that changes files adds a part to the index, and a question reads a
+# row of postings per part and token: a folder changed a little every day would make questions slower
+# and slower. When there are more than MAX_PARTS, they are merged into one. Adds HOOKS["changed"].
+# ---------------------------------------------------------------------------------------------------
+
+MAX_PARTS = 256  # parts in the index, at most: more are merged
+
+
+def merge_when_many(index):
+    """Merge the index's parts into one when there are more than MAX_PARTS."""
+    if first_row(index.db, "SELECT count(*) FROM parts")[0] > MAX_PARTS:
+        merge_parts(index)
+
+
+def merge_parts(index):
+    """Merge every part into the first: runs that changed a few files each add a part, and a question
+    reads a row of postings per part and token."""
+    db = index.db
+    first = first_row(db, "SELECT min(part) FROM parts")[0]
+    db.execute("CREATE TEMP TABLE merged (token TEXT PRIMARY KEY, numbers BLOB, counts BLOB) WITHOUT ROWID")
+    db.executemany("INSERT INTO merged VALUES (?, ?, ?)", merged_rows(db.execute(
+        "SELECT token, numbers, counts FROM postings ORDER BY token, part")))
+    db.execute("DELETE FROM postings")
+    db.execute("INSERT INTO postings SELECT ?, token, numbers, counts FROM merged", (first,))
+    db.execute("DROP TABLE merged")
+    numbers, lengths = b"", b""
+    for part_numbers, part_lengths in db.execute("SELECT numbers, lengths FROM parts ORDER BY part").fetchall():
+        numbers, lengths = numbers + part_numbers, lengths + part_lengths
+    db.execute("DELETE FROM parts")
+    db.execute("INSERT INTO parts VALUES (?, ?, ?)", (first, numbers, lengths))
+    db.execute("UPDATE chunks SET part = ?", (first,))
+    db.execute("UPDATE files SET part = ?", (first,))
+
+
+def merged_rows(rows):
+    """Yield (token, numbers, counts) with the rows of each token joined (they come in part order)."""
+    token, numbers, counts = None, b"", b""
+    for row_token, row_numbers, row_counts in rows:
+        if row_token != token and token is not None:
+            yield token, numbers, counts
+            numbers, counts = b"", b""
+        token, numbers, counts = row_token, numbers + row_numbers, counts + row_counts
+    if token is not None:
+        yield token, numbers, counts
+
+
+HOOKS["changed"] = merge_when_many
+
+
+# ---------------------------------------------------------------------------------------------------
 # Appendix: worker processes. A large first run reads its files with every core: the batches of files go
 # to worker processes (one per core, up to INDEX_WORKERS), each makes the Part of its batch, and this
 # process adds them to the index in order. Adds HOOKS["parts"].
@@ -7588,8 +7599,9 @@ def headings_by_size(texts, sized, seen=None):
     body = weight.most_common(1)[0][0] if weight else 0
     found = Counter()
     for size, count in short.items():
-        found[half_point(size)] += count if body and size >= PDF_HEADING_SIZE * body else 0
-    levels = sorted((size for size, n in found.items() if 0 < n <= PDF_HEADING_SHARE * seen["paragraphs"]), reverse=True)
+        if count and body and size >= PDF_HEADING_SIZE * body:
+            found[half_point(size)] += count
+    levels = sorted((size for size, n in found.items() if n <= PDF_HEADING_SHARE * seen["paragraphs"]), reverse=True)
     if levels and found[levels[0]] == 1 and len(levels) > 1:  # the title: left as text
         levels = levels[1:]
     for number, page in enumerate(sized if levels else ()):  # (each page replaced in place: never held twice)
