@@ -1055,7 +1055,8 @@ class IndexStoreTest(TempFolder):
         self.write("docs/long.md", "\n\n".join(f"## Rule {n}\n\nRule {n} says form {n * 7} is due in {n} days." for n in range(60)))
         whole, chunks = self.updated()[0], "SELECT path, heading, text FROM chunks ORDER BY path, first_line"
         ours, theirs = rag.open_index(self.path), rag.open_index(self.path)
-        self.addCleanup(ours.db.close), self.addCleanup(theirs.db.close)
+        self.addCleanup(ours.db.close)
+        self.addCleanup(theirs.db.close)
         with mock.patch.object(rag, "INDEX_PART_CHARS", 400):
             turns = itertools.zip_longest(*(rag.make_parts(rag.find_files([self.docs])) for _ in range(2)))
             for turn, (our_part, their_part) in enumerate(turns):
