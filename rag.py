@@ -7329,7 +7329,8 @@ def pdf_pages(data, path):
             if text is None:  # (the file's budget is spent)
                 continue
             fits = budget.spend(len(text), f"p. {number} on")
-            texts.append(text if fits else ""), sized.append(sizes)
+            texts.append(text if fits else "")
+            sized.append(sizes)
             any_text = any_text or bool(texts[-1])
             if not fits:
                 break
