@@ -6653,8 +6653,9 @@ def show_codes(font, string):
             codes.append(int.from_bytes(string[i:i + size], "big"))
             i += size
     text, widths, default = font.text, font.widths, font.default_width  # NO_TEXT: a code without text
-    known = (code_text(font.codec, string) if font.codec else "".join([text.get(c, NO_TEXT) for c in codes]),
-             sum([widths.get(c, default) for c in codes]), len(codes), string.count(32) if font.code_bytes == 1 else 0)
+    drawn = code_text(font.codec, string) if font.codec else "".join(map(text.get, codes, itertools.repeat(NO_TEXT)))
+    known = (drawn, sum(map(widths.get, codes, itertools.repeat(default))), len(codes),
+             string.count(32) if font.code_bytes == 1 else 0)
     if len(font.shown) >= PDF_SHOWN_KEPT:  # a long document shows ever new strings: keep the recent ones
         font.shown.clear()
     font.shown[string] = known
@@ -6669,14 +6670,16 @@ def show_codes(font, string):
 # ---------------------------------------------------------------------------------------------------
 
 IDENTITY = (1, 0, 0, 1, 0, 0)
-PDF_STRING = rb"\(((?:[^()\\]|\\[\s\S])*)\)"  # a literal string without parentheses in it
-TJ_ARRAY = rb"\[((?:[^\[\]()\\]|\((?:[^()\\]|\\[\s\S])*\))*)\]"  # the usual operand of TJ: strings and numbers
+PDF_STRING = rb"\(([^()\\]*(?:\\[\s\S][^()\\]*)*)\)"  # a literal string without parentheses in it
+TJ_ARRAY = rb"\[([^\[\]()\\]*(?:\([^()\\]*(?:\\[\s\S][^()\\]*)*\)[^\[\]()\\]*)*)\]"  # the usual operand of TJ
+# (Each is written "a run of plain bytes, then (an escape or a string, then a run) again and again": the
+# regex engine takes a run in one step, where a choice inside the repeat took a step for every byte.)
 TEXT_ARRAY = re.compile(TJ_ARRAY)
 TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d*|\.\d+))")
 # Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
 # array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
-NUMBER_OR_NAME = rb"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
+NUMBER_OR_NAME = rb"(?:[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
 LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY +  # a delimiter after)
                 rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
 SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"
@@ -6766,9 +6769,9 @@ def simple_operands(m):
     """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
     string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
     if b"/" in m[1]:
-        operands = [pdf_name(t[1:]) if t[0] == 47 else pdf_number(t) for t in m[1].split()]  # 47: "/"
-    else:  # (numbers alone: a matrix, a move)
-        operands = list(map(pdf_number, m[1].split()))
+        operands = [pdf_name(t[1:]) if t[0] == 47 else float(t) for t in m[1].split()]  # 47: "/"
+    else:  # (numbers alone: a matrix, a move; of 9 digits at most, as SIMPLE_OPERATION reads them: no clamp)
+        operands = list(map(float, m[1].split()))
     if not m[2]:
         return operands
     if m[3] is not None:
@@ -6811,7 +6814,6 @@ def text_array(body):
 
 
 HEX_PART = re.compile(rb"<([0-9A-Fa-f]*)>")
-NUMBER_PART = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)")
 
 
 @dataclass(frozen=True)
@@ -6836,12 +6838,15 @@ class KernedText:
             return None
         hexes = HEX_PART.findall(body, first, last + 1)
         between = HEX_PART.sub(b" ", body[first:last + 1])
-        if any(len(h) % 2 for h in hexes) or between.count(b"<") or between.strip(b" \t\r\n0123456789.+-"):
+        lengths = set(map(len, hexes))  # (of the strings, in hex digits: a few different ones)
+        if any(n % 2 for n in lengths) or between.strip(b" \t\r\n0123456789.+-"):
             return None  # (odd digits, white space inside a string: item by item)
-        inner = [float(n) for n in NUMBER_PART.findall(between)]
-        return KernedText(bytes.fromhex(b"".join(hexes).decode()), sum(map(float, NUMBER_PART.findall(body[:first]))),
-                          sum(map(float, NUMBER_PART.findall(body[last + 1:]))), sum(inner), min(inner, default=0.0),
-                          max(inner, default=0.0), all(len(h) % 4 == 0 for h in hexes), body)
+        try:
+            inner, lead, trail = (list(map(float, part.split())) for part in (between, body[:first], body[last + 1:]))
+        except ValueError:  # ("1.2.3", "-+": not numbers)
+            return None
+        return KernedText(bytes.fromhex(b"".join(hexes).decode()), sum(lead), sum(trail), sum(inner),
+                          min(inner, default=0.0), max(inner, default=0.0), all(n % 4 == 0 for n in lengths), body)
 
 
 # The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
@@ -7068,6 +7073,7 @@ def actual_text_bytes(drawing, properties):
     return pdf.decrypt(ref.num, ref.gen, raw)
 
 
+@lru_cache(maxsize=1024)  # (LibreOffice writes one for each glyph its font lacks: the same few, again and again)
 def actual_text(raw):
     """Return an ActualText as text, its white space runs as one space (kept at its ends: " fi " stands apart
     from the text around it): "" for none (the glyphs are no text), None for one that is not text, or is a
