@@ -39,7 +39,7 @@ import unicodedata
 import weakref
 import zlib
 from array import array
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
@@ -1446,26 +1446,24 @@ def part_of(read, kept=None, notes=(), batch_size=0, goes_on=False):
     """Return the Part of the files read, [(file, its chunks)]: for each token, the chunks that hold it
     (numbered from 0 in the order read) and how often. kept: the files to keep (default: those read);
     goes_on: the part goes on with the file of the part before."""
-    chunks, lengths, postings = [], array("I"), {}  # postings: token -> (array of numbers, array of counts)
+    chunks, lengths, postings = [], array("I"), defaultdict(partial(array, "Q"))  # token -> its postings, each a
+    # chunk's number and the token's count in it as one number (number << 16 | count), cut in two at the end
     facts = {name: [] for name in INDEX_EXTRAS}
     for file, file_chunks in read:
         for chunk in file_chunks:
-            tokens, number = tokenize(indexed_text(chunk)), len(chunks)
-            for token, count in Counter(tokens).items():
-                posting = postings.get(token)
-                if posting is None:  # (arrays: 6 bytes a posting, where lists of ints took some 70)
-                    posting = postings[token] = (array("I"), array("H"))
-                posting[0].append(number)
-                posting[1].append(count)  # below 65536, as an "H" takes it: a chunk has at most CHUNK_CHARS
+            tokens, number = tokenize(indexed_text(chunk)), len(chunks) << 16
+            for token, count in Counter(tokens).items():  # (a count is below 65536: a chunk has at most CHUNK_CHARS)
+                postings[token].append(number | count)  # (one number a posting: 8 bytes, where a list took some 70)
             for name, values in facts.items():
                 values.append(INDEX_EXTRAS[name]["fact"](chunk))
             chunks.append((file.path, chunk))
             lengths.append(len(tokens))
-    tokens, numbers, counts, ends = sorted(postings), array("I"), array("H"), array("I")
+    tokens, packed, ends = sorted(postings), array("Q"), array("I")
     for token in tokens:
-        numbers.extend(postings[token][0])
-        counts.extend(postings[token][1])
-        ends.append(len(numbers))
+        packed.extend(postings[token])
+        ends.append(len(packed))
+    numbers = array("I", map(operator.rshift, packed, itertools.repeat(16)))
+    counts = array("H", map(operator.and_, packed, itertools.repeat(0xFFFF)))
     kept = [file for file, _ in read] if kept is None else kept
     return Part(batch_size, kept, list(notes), chunks, lengths, tokens, ends, numbers, counts, facts, goes_on)
 
