@@ -6766,8 +6766,8 @@ def run_content(pdf, data, resources, state, page, forms=()):
 def simple_operands(m):
     """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
     string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
-    if b"/" in m[1]:
-        operands = [pdf_name(t[1:]) if t[0] == 47 else float(t) for t in m[1].split()]  # 47: "/"
+    if b"/" in m[1]:  # (names: a font and its size, a tag, written again and again)
+        operands = list(names_and_numbers(m[1]))
     else:  # (numbers alone: a matrix, a move; of 9 digits at most, as SIMPLE_OPERATION reads them: no clamp)
         operands = list(map(float, m[1].split()))
     if not m[2]:
@@ -6781,6 +6781,12 @@ def simple_operands(m):
     else:
         operands.append({"ActualText": hex_string(m[6])})
     return operands
+
+
+@lru_cache(maxsize=256)
+def names_and_numbers(operands):
+    """Return the names and numbers of an operation's operands, written as in SIMPLE_OPERATION, as a tuple."""
+    return tuple(pdf_name(t[1:]) if t[0] == 47 else float(t) for t in operands.split())  # 47: "/"
 
 
 def read_operand(data, m, operands):
