@@ -6677,12 +6677,17 @@ TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d
 # Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
 # array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
+SPACED_NUMBER = rb"[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)[ \t\r\n\f]+"
 NUMBER_OR_NAME = rb"(?:[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
 LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY +  # a delimiter after)
                 rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
 SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"
                               rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (spaces only after one: no backtracking)
                               rb"(?!R(?!" + REGULAR + rb"))([A-Za-z'\"]" + REGULAR + rb"*)")  # (not "1 0 R", a reference)
+END = rb"(?!" + REGULAR + rb")[ \t\r\n\f]*"  # (an operator's end)
+GLYPH_WITH_TEXT = re.compile(rb"[ \t\r\n\f]*(?:((?:" + SPACED_NUMBER + rb"){2}(?=Td)|(?:" + SPACED_NUMBER + rb"){6}(?=Tm))"
+                             rb"(Td|Tm)" + END + rb")?(?:(/" + REGULAR + rb"+[ \t\r\n\f]+" + SPACED_NUMBER + rb")Tf" + END + rb")?"
+                             rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj" + END + rb"EMC(?!" + REGULAR + rb")")
 INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
 
 
@@ -6718,10 +6723,9 @@ class Drawing:
 
 
 def run_content(pdf, data, resources, state, page, forms=()):
-    """Run a content stream: add the spans of text it draws, (start and end along the baseline, the
-    baseline's place down the page, font size, text), to page["spans"]; count images in page["images"].
-    It runs the forms it draws (Do) too, PDF_MAX_FORMS deep at most, never one inside itself. The state
-    it starts in is (ctm, font, size, char_space, word_space, scale, leading), as q saves it."""
+    """Run a content stream from a state (ctm, font, size, char_space, word_space, scale, leading, as q saves it):
+    add the spans of text it draws (start and end along the baseline, the baseline's place down the page, font
+    size, text) to page["spans"], count images in page["images"], run the forms it draws (PDF_MAX_FORMS deep)."""
     get = pdf.get
     resources = get(resources) if isinstance(get(resources), dict) else {}
     fonts, xobjects = get(resources.get("Font")) or {}, get(resources.get("XObject")) or {}
@@ -6752,24 +6756,26 @@ def run_content(pdf, data, resources, state, page, forms=()):
             op = m[7]
         if op == b"BI":  # an inline image: skip its bytes, which may look like anything
             end = INLINE_IMAGE_END.search(data, data.find(b"ID", pos) + 3)
-            pos = end.end() if end else len(data)
-            page["images"] += 1
+            pos, page["images"] = end.end() if end else len(data), page["images"] + 1
+        glyph = op == b"BDC" and m and m[6] is not None and GLYPH_WITH_TEXT.match(data, pos)
+        if glyph:  # (an ActualText, then a glyph: how LibreOffice draws one its font lacks)
+            pos, op = draw_glyph_with_text(state, operands, glyph, drawing), None
         handler = OPERATORS.get(op)
         if handler:
             try:
                 handler(state, operands, drawing)
-            except (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError):
+            except WRONG_OPERANDS:
                 pass  # an operator with wrong operands is skipped, as viewers do
         operands.clear()
+
+
+WRONG_OPERANDS = (IndexError, TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError)
 
 
 def simple_operands(m):
     """Return the operands of an operation that SIMPLE_OPERATION matched (m): its numbers and names, and the
     string, TJ array or properties of an ActualText after them, read as read_operand reads them."""
-    if b"/" in m[1]:  # (names: a font and its size, a tag, written again and again)
-        operands = list(names_and_numbers(m[1]))
-    else:  # (numbers alone: a matrix, a move; of 9 digits at most, as SIMPLE_OPERATION reads them: no clamp)
-        operands = list(map(float, m[1].split()))
+    operands = operands_of(m[1])
     if not m[2]:
         return operands
     if m[3] is not None:
@@ -6783,10 +6789,35 @@ def simple_operands(m):
     return operands
 
 
+def operands_of(written):
+    """Return the names and numbers written before an operator, as SIMPLE_OPERATION matches them."""
+    if b"/" in written:  # (names: a font and its size, a tag, written again and again)
+        return list(names_and_numbers(written))
+    return list(map(float, written.split()))  # (numbers of 9 digits at most, as SIMPLE_OPERATION reads them: no clamp)
+
+
 @lru_cache(maxsize=256)
 def names_and_numbers(operands):
     """Return the names and numbers of an operation's operands, written as in SIMPLE_OPERATION, as a tuple."""
     return tuple(pdf_name(t[1:]) if t[0] == 47 else float(t) for t in operands.split())  # 47: "/"
+
+
+def draw_glyph_with_text(state, operands, m, drawing):
+    """Run the BDC of an ActualText (its operands) and the glyph after it that GLYPH_WITH_TEXT matched (m):
+    where (Td or Tm), the font (Tf), the glyph (Tj) and EMC, as the loop would run them one by one; return
+    where they end. LibreOffice draws every glyph its font lacks so: five operations a character, page after
+    page of Japanese, read here in one match."""
+    begin_marked(state, operands, drawing)
+    try:  # (the operands are the right ones, as the match says: only the font can be missing)
+        if m[2]:
+            (move_line if m[2] == b"Td" else set_text_matrix)(state, operands_of(m[1]), drawing)
+        if m[3]:
+            set_font(state, operands_of(m[3]), drawing)
+        show(state, [hex_string(m[4])], drawing)
+    except WRONG_OPERANDS:
+        pass
+    end_marked(state, (), drawing)
+    return m.end()
 
 
 def read_operand(data, m, operands):

@@ -5330,6 +5330,33 @@ class PdfTextTest(unittest.TestCase):
                                         info=b"/Properties<</MC0 6 0 R>>", extra=[named]), 3)
         self.assertEqual(quiet_pages(locked)[0], ["up上"])
 
+    def test_a_glyph_drawn_with_its_text_reads_as_its_five_operations(self):
+        """LibreOffice draws a glyph its font lacks as BDC (its ActualText), where (Td or Tm), the font (Tf),
+        the glyph (Tj), EMC, and run_content reads those five in one match (GLYPH_WITH_TEXT): the text, the
+        places and the sizes are those of the five read one by one. What is not that run (operands of the
+        wrong count, no space before EMC, an ActualText inside another) is read one by one."""
+        glyph = lambda char, where: b"/Span<</ActualText<FEFF%04X>>>\nBDC\n%s/F1 12 Tf<58>Tj\nEMC\n" % (ord(char), where)
+        content = (b"BT " + glyph("日", b"72 700 Td ") + glyph("本", b"1 0 0 1 79.2 700 Tm\n") + glyph("語", b"")
+                   + b"/Span<</ActualText<FEFF3067>>>BDC 1 0 0 1 93.6 700 Tm <58>Tj EMC ET "  # (no Tf)
+                   + b"BT /Span<</ActualText<FEFF6587>>>BDC 2 3 Tm /F1 9 Tf <58> Tj EMC ET "  # (two numbers to Tm)
+                   + b"BT /Span<</ActualText(ok)>>BDC " + glyph("x", b"72 600 Td ") + b"EMC "  # (inside another)
+                   + b"/Span<</ActualText<FEFF3059>>>BDC 1 0 0 1 72 500 Tm /F1 12 Tf<58>TjEMC ET")  # (no space: one by one)
+        objects = one_page(content)
+
+        def spans():  # (the page's spans: where each text is drawn, and how large)
+            pdf = rag.PdfFile(write_pdf(objects))
+            page = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": rag.PDF_ACTUAL_TEXTS}
+            rag.draw_page(pdf, *rag.page_list(pdf)[0], page)
+            return page["spans"]
+        fused = mock.patch.object(rag, "draw_glyph_with_text", wraps=rag.draw_glyph_with_text)
+        with fused as counted:
+            read, drawn = text_of(objects), spans()
+        with mock.patch.object(rag, "GLYPH_WITH_TEXT", re.compile(rb"(?!)")):  # (never matches: one by one)
+            self.assertEqual((read, drawn), (text_of(objects), spans()))
+        self.assertEqual(counted.call_count, 10)  # (5 glyphs, read twice)
+        self.assertEqual(len(drawn), 6)
+        self.assertEqual(read[0][0], "日本語で\n\n文\n\nok")  # (no す: "TjEMC" is no operator a viewer knows)
+
     def test_the_actual_texts_of_a_page_are_read_up_to_a_budget(self):
         """One ActualText named in the resources and used again and again unfolds like a zip bomb: once the
         page's have come to PDF_ACTUAL_TEXTS bytes, the glyphs' own text is read."""
