@@ -6848,9 +6848,6 @@ def text_array(body):
             for i in TEXT_ARRAY_ITEM.finditer(body)]
 
 
-HEX_PART = re.compile(rb"<([0-9A-Fa-f]*)>")
-
-
 @dataclass(frozen=True)
 class KernedText:
     """A TJ array as LibreOffice and others write every line: hex strings with a small kern between each
@@ -6871,17 +6868,18 @@ class KernedText:
         first, last = body.find(b"<"), body.rfind(b">")
         if first < 0 or b"(" in body:
             return None
-        hexes = HEX_PART.findall(body, first, last + 1)
-        between = HEX_PART.sub(b" ", body[first:last + 1])
-        lengths = set(map(len, hexes))  # (of the strings, in hex digits: a few different ones)
-        if any(n % 2 for n in lengths) or between.strip(b" \t\r\n0123456789.+-"):
-            return None  # (odd digits, white space inside a string: item by item)
+        parts = body[first + 1:last].replace(b">", b"<").split(b"<")  # a string, what is between, a string, ...
+        hexes, numbers = b"".join(parts[::2]), [b" ".join(parts[1::2]), body[:first], body[last + 1:]]
+        lengths = set(map(len, parts[::2]))  # (of the strings, in hex digits: a few different ones)
+        if any(n % 2 for n in lengths) or b" ".join(numbers).strip(b" \t\r\n0123456789.+-"):
+            return None  # (odd digits, "1e999", not numbers between: item by item)
         try:
-            inner, lead, trail = (list(map(float, part.split())) for part in (between, body[:first], body[last + 1:]))
-        except ValueError:  # ("1.2.3", "-+": not numbers)
+            inner, lead, trail = (list(map(float, part.split())) for part in numbers)
+            data = bytes.fromhex(hexes.decode())
+        except ValueError:  # ("1.2.3", "-+", not hex digits)
             return None
-        return KernedText(bytes.fromhex(b"".join(hexes).decode()), sum(lead), sum(trail), sum(inner),
-                          min(inner, default=0.0), max(inner, default=0.0), all(n % 4 == 0 for n in lengths), body)
+        return KernedText(data, sum(lead), sum(trail), sum(inner), min(inner, default=0.0), max(inner, default=0.0),
+                          all(n % 4 == 0 for n in lengths), body)
 
 
 # The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
