@@ -6848,6 +6848,9 @@ def text_array(body):
             for i in TEXT_ARRAY_ITEM.finditer(body)]
 
 
+ONE_AFTER_THE_OTHER = re.compile(rb"[^<>]*(?:<[^<>]*>[^<>]*)*")  # strings <...> and what is between, in turn
+
+
 @dataclass(frozen=True)
 class KernedText:
     """A TJ array as LibreOffice and others write every line: hex strings with a small kern between each
@@ -6866,7 +6869,7 @@ class KernedText:
     def of(body):
         """Return the KernedText of a TJ array's body, or None when it is not hex strings and numbers."""
         first, last = body.find(b"<"), body.rfind(b">")
-        if first < 0 or b"(" in body:
+        if first < 0 or b"(" in body or not ONE_AFTER_THE_OTHER.fullmatch(body):
             return None
         parts = body[first + 1:last].replace(b">", b"<").split(b"<")  # a string, what is between, a string, ...
         hexes, numbers = b"".join(parts[::2]), [b" ".join(parts[1::2]), body[:first], body[last + 1:]]
