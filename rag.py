@@ -6688,10 +6688,11 @@ END = rb"(?!" + REGULAR + rb")[ \t\r\n\f]*"  # (an operator's end)
 GLYPH_WITH_TEXT = re.compile(rb"[ \t\r\n\f]*(?:((?:" + SPACED_NUMBER + rb"){2}(?=Td)|(?:" + SPACED_NUMBER + rb"){6}(?=Tm))"
                              rb"(Td|Tm)" + END + rb")?(?:(/" + REGULAR + rb"+[ \t\r\n\f]+" + SPACED_NUMBER + rb")Tf" + END + rb")?"
                              rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj" + END + rb"EMC(?!" + REGULAR + rb")")
-# A path is many operations (m, l, c, re, ..., then S, f or n), nothing a text is made of: after its first (m or
-# re), the rest is skipped in one match (a page of charts and drawings is read in a third less time).
+# A path is many operations (m, l, c, re, ..., then S, f or n), nothing a text is made of: after one, up to 64
+# more are skipped in one match (a page of charts and drawings is read in a third less time).
+PATH_OPERATORS = {b"m", b"l", b"c", b"v", b"y", b"h", b"re"}
 PATH_GOES_ON = re.compile(rb"(?:[ \t\r\n\f]*(?:" + SPACED_NUMBER + rb"){0,6}(?:[mlcvyhSsfFBbnW]|re|f\*|B\*|b\*|W\*)"
-                          rb"(?!" + REGULAR + rb"))*")
+                          rb"(?!" + REGULAR + rb")){0,64}")  # (64 at most: a long repeat is slower, and its time unchecked)
 INLINE_IMAGE_END = re.compile(rb"[\s\x00]EI(?!" + REGULAR + rb")")
 
 
@@ -6745,7 +6746,7 @@ def run_content(pdf, data, resources, state, page, forms=()):
             if op in OPERATORS:
                 operands = simple_operands(m) if m[1] or m[2] else operands  # (q, Q, BT: none; [] as it is)
             elif op != b"BI":  # a path, a colour, a line width...: nothing to read
-                pos = PATH_GOES_ON.match(data, pos).end() if op in (b"m", b"re") else pos  # (nor in the rest of a path)
+                pos = PATH_GOES_ON.match(data, pos).end() if op in PATH_OPERATORS else pos  # (nor in the rest of a path)
                 continue
         else:
             m = PDF_TOKEN.match(data, pos)

@@ -5303,6 +5303,9 @@ class PdfTextTest(unittest.TestCase):
         for content, page in zip(written[1:], pages[1:]):
             with self.subTest(content=content):
                 self.assertEqual(page, pages[0])
+        long_path = b"BT /F1 10 Tf 72 700 Td (a) Tj ET 0 0 m " + b"1 2 l " * 1000 + b"S BT /F1 10 Tf 72 600 Td (b) Tj ET"
+        self.assertEqual(text_of(one_page(long_path))[0][0], "a\n\nb")
+        self.assertEqual(rag.PATH_GOES_ON.match(b" 1 2 l" * 1000).end(), 64 * 6)  # (a long repeat is slow: 64 at a time)
 
     def test_an_actual_text_is_read_instead_of_the_glyphs_it_marks(self):
         """A marked sequence with an ActualText (ISO 32000-1 14.9.4) stands for its glyphs: LibreOffice draws a
