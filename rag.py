@@ -6677,8 +6677,9 @@ TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d
 # Most operations are numbers and names, then the operator (10 20 l, /F1 12 Tf), many with a string, an
 # array or (BDC) an ActualText last ((Hello) Tj, [(W) 80 (orld)] TJ, /Span <</ActualText <FEFF4E0A>>> BDC):
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
-SPACED_NUMBER = rb"[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)[ \t\r\n\f]+"
-NUMBER_OR_NAME = rb"(?:[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
+SHORT_NUMBER = rb"[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)"  # (9 digits at most before the point: never to be clamped)
+SPACED_NUMBER = SHORT_NUMBER + rb"[ \t\r\n\f]+"
+NUMBER_OR_NAME = rb"(?:" + SHORT_NUMBER + rb"|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
 LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY +  # a delimiter after)
                 rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
 SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"

@@ -5267,8 +5267,9 @@ class PdfTextTest(unittest.TestCase):
     def test_a_kerned_hex_array_read_as_one_string_places_its_text_as_item_by_item(self):
         """LibreOffice writes each line as a TJ array of hex strings with small kerns between them: read as
         one string and the kerns' sums (a third faster), its pieces start, end and advance exactly as when
-        read item by item; a kern as wide as a space, a 1-byte string in a 2-byte font, odd digits and white
-        space in a string are read item by item. Horizontal and vertical, scaled and spaced."""
+        read item by item; a kern as wide as a space, a 1-byte string in a 2-byte font, odd digits (white
+        space in a string, as "<41 42>"), what is not a number between and strings that do not alternate with
+        numbers are read item by item. Horizontal and vertical, scaled and spaced."""
         one = rag.Font("A", 1, ((1, 0, 255),), {c: chr(c) for c in range(32, 127)}, {c: 0.5 + c % 7 / 10 for c in range(256)}, 0.5)
         two = rag.Font("B", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0)
         down = rag.Font("C", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0, vertical=True)
