@@ -1353,13 +1353,27 @@ class WorkersTest(TempFolder):
 
     def test_workers_make_the_parts_this_process_makes(self):
         pools = self.started()
-        with mock.patch.object(rag, "INDEX_PART_BYTES", 2000), mock.patch.object(rag.os, "cpu_count", return_value=4):
+        with mock.patch.object(rag, "INDEX_PART_BYTES", 2000), mock.patch.object(rag, "usable_cores", return_value=4):
             files = rag.find_files([self.docs])
             parts = list(rag.parts_made_by_workers(files))
             batches = rag.file_batches(files, 2000)
         self.assertEqual((len(pools), pools[0] is None), (1, False))
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
         self.assertEqual(parts, [part for batch in batches for part in rag.make_parts(batch)])
+
+    def test_a_process_allowed_one_core_of_many_reads_the_files_itself(self):
+        """A container or taskset can allow one core of a machine's four: workers there only take turns."""
+        pools = self.started()
+        with mock.patch.object(rag, "INDEX_PART_BYTES", 2000), mock.patch.object(rag.os, "cpu_count", return_value=4), \
+                mock.patch.object(rag.os, "sched_getaffinity", return_value={3}, create=True):
+            files = rag.find_files([self.docs])
+            parts = list(rag.parts_made_by_workers(files))
+            self.assertEqual((rag.usable_cores(), len(parts)), (1, 15))
+            self.assertEqual(parts, list(rag.parts_made_here(files)))
+        self.assertEqual(pools, [])
+        with mock.patch.object(rag.os, "cpu_count", return_value=4), \
+                mock.patch.object(rag.os, "sched_getaffinity", side_effect=AttributeError, create=True):
+            self.assertEqual(rag.usable_cores(), 4)  # (no such call, as on Windows and macOS)
 
     def test_the_pages_threads_read_in_this_process(self):
         """Starting workers points stderr elsewhere for a moment: the page's other threads would lose log lines."""
@@ -1374,7 +1388,7 @@ class WorkersTest(TempFolder):
         doomed = rag.replace(files[30], reader=dies_in_a_worker)
         batches = [files[:10], files[10:20], files[20:30] + [doomed], files[31:40], files[40:]]
         err = io.StringIO()
-        with mock.patch.object(rag.os, "cpu_count", return_value=4), contextlib.redirect_stderr(err), \
+        with mock.patch.object(rag, "usable_cores", return_value=4), contextlib.redirect_stderr(err), \
                 mock.patch.object(rag, "file_batches", return_value=batches):
             parts = list(rag.parts_made_by_workers(files[:30] + [doomed] + files[31:]))
         self.assertEqual(err.getvalue(), "rag.py: warning: a process reading the files stopped; reading the rest in this one\n")
@@ -1387,7 +1401,7 @@ class WorkersTest(TempFolder):
             import os, sys
             sys.path.insert(0, {HERE!r})
             import rag
-            rag.INDEX_PART_BYTES, rag.INDEX_WORKERS, rag.os.cpu_count = 2000, {workers}, lambda: 4
+            rag.INDEX_PART_BYTES, rag.INDEX_WORKERS, rag.usable_cores = 2000, {workers}, lambda: 4
             real_start = rag.start_workers
             def start_workers(count, batches, most_bytes):
                 pool, ahead, tally = real_start(count, batches, most_bytes)
@@ -6369,7 +6383,7 @@ class MixedFolderTest(TempFolder):
         index = rag.Index()
         self.addCleanup(index.db.close)
         cannot = mock.patch("concurrent.futures.ProcessPoolExecutor", side_effect=OSError("no semaphores here"))
-        with mock.patch.object(rag, "INDEX_PART_BYTES", 1500), mock.patch.object(rag.os, "cpu_count", return_value=4), \
+        with mock.patch.object(rag, "INDEX_PART_BYTES", 1500), mock.patch.object(rag, "usable_cores", return_value=4), \
                 mock.patch.object(rag, "INDEX_WORKERS", max(workers, 1)), cannot if workers == 0 else contextlib.nullcontext(), \
                 contextlib.redirect_stderr(io.StringIO()) as err:
             rag.update_index(index, rag.find_files([docs]))
