@@ -7247,25 +7247,26 @@ def drawn_once(spans):
     than PDF_OVERDRAW sizes from it along the line (twice that across it): a span whose text starts as
     one drawn there before loses that start ("AG1832 §" over "AG1832" keeps " §"; "Op" over "O" and "p"
     drawn one by one keeps nothing). The same text a glyph on ("ll"), a line below or a column over stays.
-    Places are kept in cells of that size, so that each span looks at the 9 cells about its own only."""
-    kept, seen = [], {}
+    Texts are kept by their first character, in cells twice that distance wide and high, so that a span
+    looks in the 4 cells that can hold one so near only, of its own first character (most are empty)."""
+    kept, seen = [], {}  # seen: (near, first character, cell along, cell across) -> texts drawn there
+    get = seen.get
     for span in spans:
         start, end, across, size, text = span[:5]
         near = PDF_OVERDRAW * size or 1
         while text:
-            x, y = round(start / near / 2), round(across / near / 2)  # (its cell)
-            cells = [(near, x + i, y + j) for i in (-1, 0, 1) for j in (-1, 0, 1)]
-            under = next((drawn for cell in cells for drawn in seen.get(cell, ())
-                          if abs(start - drawn[0]) < near and abs(across - drawn[1]) < 2 * near
-                          and (drawn[2].startswith(text) or text.startswith(drawn[2]))), None)
+            key, x, y = (near, text[0]), (start - near) // (2 * near), (across - 2 * near) // (4 * near)
+            nearby = get(key + (x, y), []) + get(key + (x + 1, y), []) + get(key + (x, y + 1), []) + get(key + (x + 1, y + 1), [])
+            under = next((drawn for drawn in nearby if abs(start - drawn[0]) < near and abs(across - drawn[1]) < 2 * near
+                          and (drawn[2].startswith(text) or text.startswith(drawn[2]))), None) if nearby else None
             if under is None:
                 break
             text, start = text[len(under[2]):], under[3]  # (what is left starts where that one ended)
         if text:
-            drawn = seen.setdefault((near, round(start / near / 2), round(across / near / 2)), [])
-            if len(drawn) < PDF_OVERDRAWN:  # (a hostile page draws 100,000 texts in one place: each looks at 8)
+            drawn = seen.setdefault((near, text[0], start // (2 * near), across // (4 * near)), [])
+            if len(drawn) < PDF_OVERDRAWN:  # (a hostile page draws 100,000 texts in one place: each looks at 32)
                 drawn.append((start, across, text, end))
-            kept.append((start, end, across, size, text) + tuple(span[5:]))
+            kept.append(span if text is span[4] else (start, end, across, size, text) + tuple(span[5:]))
     return kept
 
 

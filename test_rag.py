@@ -5048,6 +5048,16 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual(text_of(one_page(content)), (["Kruger K2-1901 RR2Y\nOk\n\nKruger\n\nKruger Kruger\nAG1832 Z\n"
                                                        "Operadoras"], ""))
 
+    def test_a_glyph_drawn_again_less_than_the_overdraw_from_it_is_dropped_wherever_it_falls(self):
+        """Texts are looked up in cells: a glyph drawn again near one is dropped on whichever side of a
+        cell's edge either falls (a size-10 glyph: nearer than 1 along its line and 2 across it)."""
+        for start, across in itertools.product((0, 0.5, 0.99, 1.0, 1.5, 7.3, -3.2), (0, 1.99, 2.0, 3.7, -5.5)):
+            for along, up, kept in ((0.9, 0, 1), (-0.9, 1.9, 1), (0.9, -1.9, 1), (-0.5, -1.5, 1), (1.1, 0, 2),
+                                    (-1.1, 0, 2), (0, 2.1, 2), (0.3, -2.1, 2)):
+                spans = [(start, start + 6, across, 10, "A"), (start + along, start + along + 6, across + up, 10, "A")]
+                with self.subTest(start=start, across=across, along=along, up=up):
+                    self.assertEqual(rag.drawn_once(spans), spans[:kept])
+
     def test_glyph_names_that_tell_nothing_are_said_as_no_unicode_map_never_a_scan(self):
         """A font whose glyph names tell no text (and no ToUnicode map) draws text that cannot be read:
         said as such, with the font's name; a page with readable text besides keeps it. A /Differences of
