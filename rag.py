@@ -7202,6 +7202,8 @@ PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: None, 0xFB00: "ff", 0xF
          **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0x2F00, 0x2FD6)}}  # Kangxi radicals: 日
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own pictures, as Word's bullets
 RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic
+RIGHT_TO_LEFT_LETTER, OTHER_RUN = re.compile(f"[{RIGHT_TO_LEFT}]"), re.compile(f"[^{RIGHT_TO_LEFT}\\s]+")
+SPACES_RUN = re.compile(" +")
 
 
 def page_layout(spans, sizes=None):
@@ -7230,9 +7232,9 @@ def page_layout(spans, sizes=None):
                 segments.append(segment)
     lines = []  # [text, baseline, size, line number]
     for segment in read_columns(segments):
-        text = re.sub(" +", " ", PRIVATE_USE.sub("", "".join(segment[4]).translate(PDF_CLEAN))).strip()
-        if re.search(f"[{RIGHT_TO_LEFT}]", text):  # drawn left to right, read from the right: turn it,
-            text = re.sub(f"[^{RIGHT_TO_LEFT}\\s]+", lambda m: m[0][::-1], text[::-1])  # but not numbers
+        text = SPACES_RUN.sub(" ", PRIVATE_USE.sub("", "".join(segment[4]).translate(PDF_CLEAN))).strip()
+        if RIGHT_TO_LEFT_LETTER.search(text):  # drawn left to right, read from the right: turn it,
+            text = OTHER_RUN.sub(lambda m: m[0][::-1], text[::-1])  # but not numbers
         if lines and lines[-1][3] == segment[5]:  # the next segment of the same line
             lines[-1][0] += " " + text
         elif text:  # (a line that starts "# ", a table's "#" column: written "\#", as Markdown does, no heading)
