@@ -787,9 +787,10 @@ CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-
 WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK); "_" separates words
 CJK_RUN = re.compile(f"[{CJK}]+")
 IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# Every ASCII character has an entry, letters and digits mapped to themselves (faster than entries for the
-# separators only).
+# Every ASCII character has an entry (faster than for separators only); others that are neither letters nor digits
+# (’ “ ” – •, no-break spaces) become spaces first, so that English with typographic quotes is split as ASCII.
 ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, range(128))})
+TYPOGRAPHY = re.compile("[%s]+" % "".join(c for c in map(chr, range(0x80, 0x3000)) if not c.isalnum()))
 
 
 def tokenize(text):
@@ -798,7 +799,8 @@ def tokenize(text):
     Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都", "東", "京", "都"]
     """
     text = text.lower()
-    words = text.translate(ASCII_SPACES).split() if text.isascii() else WORD.findall(text)  # same words, faster
+    plain = text if text.isascii() else TYPOGRAPHY.sub(" ", text)
+    words = plain.translate(ASCII_SPACES).split() if plain.isascii() else WORD.findall(text)  # same words, faster
     tokens = list(filter(None, map(word_token, words)))
     if not text.isascii():
         for run in CJK_RUN.findall(text):
@@ -4335,7 +4337,8 @@ def text_words(text):
     Example: text_words("It’s “due” in 30 days;\nfile_it") -> ["it", "s", "due", "in", "30", "days", "file", "it"]
     """
     lowered = text.lower()  # (ASCII text is split faster by translate, as tokenize does)
-    return lowered.translate(ASCII_SPACES).split() if lowered.isascii() else ALL_WORDS.findall(lowered)
+    plain = lowered if lowered.isascii() else TYPOGRAPHY.sub(" ", lowered)
+    return plain.translate(ASCII_SPACES).split() if plain.isascii() else ALL_WORDS.findall(lowered)
 
 
 def copy_fact(chunk):

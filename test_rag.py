@@ -765,6 +765,21 @@ class TokenizeTest(unittest.TestCase):
         self.assertEqual(text.lower().translate(rag.ASCII_SPACES).split(), rag.WORD.findall(text.lower()))
         self.assertEqual(rag.tokenize(text), rag.tokenize(text + " café")[:-1])
 
+    def test_typographic_punctuation_splits_words_as_ascii_punctuation_does_and_nothing_else_does(self):
+        """Quotes, dashes and no-break spaces take the ASCII way; letters and digits beyond ASCII (x², µm,
+        ½, ª, ℓ, Ⅻ, ①) stay in their words, as WORD finds them."""
+        fancy, plain = "It\u2019s \u201cdue\u201d\u00a0\u2014 in 30\u2009days\u2026 \u2022 file_it \u00a9 \u00bfs\u00ed?", \
+            "It's \"due\"  - in 30 days... * file_it - ?s\u00ed?"
+        self.assertEqual(rag.tokenize(fancy), rag.tokenize(plain))
+        self.assertEqual(rag.text_words(fancy), rag.text_words(plain))
+        for text in ("x\u00b2 \u2013 y", "5\u00b5m", "\u00bd cup", "1\u00aa", "2 \u2113", "Louis \u216b", "\u2460 first", "n\u00ba 4",
+                     "caf\u00e9\u2019s", "\u0130stanbul", "\u00bb\u6771\u4eac\u00ab", "\u2019\u2019", "\u00a0x\u00a0", "x\u2070\u2071\u00b9"):
+            lowered = text.lower()
+            with self.subTest(text=text):
+                self.assertEqual([w for w in rag.tokenize(text) if not rag.CJK_RUN.search(w)],
+                                 [t for t in map(rag.word_token, rag.WORD.findall(lowered)) if t])
+                self.assertEqual(rag.text_words(text), re.findall(r"[^\W_]+", lowered))
+
     def test_edge_inputs(self):
         for text in ("", "   ", "!!!", "🙂", "the and of"):
             with self.subTest(text=text):
