@@ -7252,8 +7252,8 @@ def drawn_once(spans):
     than PDF_OVERDRAW sizes from it along the line (twice that across it): a span whose text starts as
     one drawn there before loses that start ("AG1832 §" over "AG1832" keeps " §"; "Op" over "O" and "p"
     drawn one by one keeps nothing). The same text a glyph on ("ll"), a line below or a column over stays.
-    Texts are kept by their first character, in cells twice that distance wide and high, so that a span
-    looks in the 4 cells that can hold one so near only, of its own first character (most are empty)."""
+    Texts are kept by their first character in cells twice as wide and high as those distances, so that a
+    span looks in the 4 cells, of its own first character, that can hold one so near (most are empty)."""
     kept, seen = [], {}  # seen: (near, first character, cell along, cell across) -> texts drawn there
     get = seen.get
     for span in spans:
@@ -7261,7 +7261,8 @@ def drawn_once(spans):
         near = PDF_OVERDRAW * size or 1
         while text:
             key, x, y = (near, text[0]), (start - near) // (2 * near), (across - 2 * near) // (4 * near)
-            nearby = get(key + (x, y), []) + get(key + (x + 1, y), []) + get(key + (x, y + 1), []) + get(key + (x + 1, y + 1), [])
+            nearby = (get(key + (x, y), []) + get(key + (x + 1, y), []) + get(key + (x, y + 1), [])
+                      + get(key + (x + 1, y + 1), []))
             under = next((drawn for drawn in nearby if abs(start - drawn[0]) < near and abs(across - drawn[1]) < 2 * near
                           and (drawn[2].startswith(text) or text.startswith(drawn[2]))), None) if nearby else None
             if under is None:
