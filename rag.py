@@ -305,6 +305,7 @@ HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
          "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
          "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome),  # (Appendix: a file copied)
+         "together": lambda file, then: False,  # whether a file's batch takes the next one in any case (the same)
          "changed": lambda index: None}  # the index, after files changed (Appendix: merging parts)
 
 # ---------------------------------------------------------------------------------------------------
@@ -1372,10 +1373,10 @@ def file_size(file):
 
 
 def file_batches(files, most):
-    """Return the files in batches of about `most` bytes, in order (a larger file is a batch alone)."""
+    """Return the files in order, in batches of about `most` bytes (a larger file alone, HOOKS["together"] aside)."""
     batches, size = [[]], 0
     for file in files:
-        if batches[-1] and size + file_size(file) > most:
+        if batches[-1] and size + file_size(file) > most and not HOOKS["together"](batches[-1][-1], file):
             batches.append([])
             size = 0
         batches[-1].append(file)
@@ -2345,8 +2346,7 @@ def interleave(rankings):
 # question word, when every part is a question itself. Not at every sentence: in "X happened in 1873.
 # Which year of Meiji was that?" the first sentence is the context of a single question.
 QUESTION_WORD = r"(?i:what|who|when|where|which|why|how|is|are|do|does|can|should|must)\b"
-# After "and", a question word or a verb and its subject ("and do I need ...") starts a new question;
-# "and do not report it" does not.
+# After "and", a question word or a verb and its subject ("and do I need ...", not "and do not") starts one.
 NEW_QUESTION = r"(?i:what|who|when|where|which|why|how)\b|(?i:is|are|do|does|can|should|must)\s+(?!(?i:not)\b)\w"
 QUESTION_BREAK = re.compile(rf"(?<=[?？])\s*(?=[^\W\d_])|,?\s+(?i:and|also)\s+(?={NEW_QUESTION})")
 IS_QUESTION = re.compile(rf"{QUESTION_WORD}|.*[?？]$", re.DOTALL)
@@ -4935,8 +4935,8 @@ def count_in_worker(pages, size):
 # Appendix: a file copied is read once. A team's folders hold the same file under other names ("report
 # (1).pdf", "Copy of report.pdf", the same file in two folders). Files of one size are read one after the
 # other, and a file whose bytes are those of the file read just before takes its paragraphs instead of
-# being read again: comparing bytes costs far less than reading a PDF. (Within one process: workers read
-# a copy again when it falls in another batch.) Wraps HOOKS["parts"], adds HOOKS["read"].
+# being read again: comparing bytes costs far less than reading a PDF. A copy is in its file's batch of files
+# (workers read one each). Wraps HOOKS["parts"], adds HOOKS["read"] and HOOKS["together"].
 # ---------------------------------------------------------------------------------------------------
 
 COPY_MIN_BYTES = 2**16  # smaller files are read again: comparing them would cost about as much
@@ -4989,6 +4989,13 @@ def read_copies_once(file, most_bytes=MAX_FILE_BYTES, outcome=None):
     return paragraphs
 
 
+def copy_of_the_file_before(before, file):
+    """HOOKS["together"]: whether a file is a copy of the one before it, which is read keeping its paragraphs,
+    and so in its batch, however large: read in another batch, by another worker, it would be read again."""
+    return plain_reader(before) is not before.reader and file_size(before) == file_size(file) \
+        and plain_reader(before) == plain_reader(file) and same_bytes(before.path, file.path)
+
+
 def plain_reader(file):
     """Return a file's reader, without the mark of before_a_copy."""
     return file.reader.args[0] if getattr(file.reader, "func", None) is before_a_copy else file.reader
@@ -5013,7 +5020,7 @@ def same_bytes(path, other):
         return False
 
 
-HOOKS["parts"], HOOKS["read"] = parts_with_copies_together, read_copies_once
+HOOKS["parts"], HOOKS["read"], HOOKS["together"] = parts_with_copies_together, read_copies_once, copy_of_the_file_before
 
 
 # ---------------------------------------------------------------------------------------------------

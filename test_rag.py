@@ -6478,6 +6478,30 @@ class MixedFolderTest(TempFolder):
                          ["The web page says the report is due.", "<p>The <b>web page</b> says the report is due.</p>"])
         self.assertEqual(len(said.splitlines()), 2 * len(said_something))  # the copies that say something say it too
 
+    def test_a_file_and_its_copies_are_one_batch_however_large_and_other_files_of_its_size_are_not(self):
+        """Workers read a batch each: a copy in another batch than its file's would be read again. A file of
+        the same size with other bytes, or read by another reader, is a batch of its own as before."""
+        docs = os.path.join(self.folder, "docs")
+        big = "The report is due in May. " * 40
+        for path, text in (("a/big.txt", big), ("b/Copy of big.txt", big), ("c/big (1).txt", big),
+                           ("d/same size.txt", big.replace("May", "Jun")), ("e/big.md", big), ("f/small.txt", "Due.")):
+            self.write(os.path.join(docs, path), text)
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 1):
+            files = rag.copies_together(rag.find_files([docs]))
+            batches = [[os.path.relpath(file.path, docs) for file in batch] for batch in rag.file_batches(files, 100)]
+            self.assertEqual(batches, [[os.path.join("a", "big.txt"), os.path.join("b", "Copy of big.txt"),
+                                        os.path.join("c", "big (1).txt")], [os.path.join("d", "same size.txt")],
+                                       [os.path.join("e", "big.md")], [os.path.join("f", "small.txt")]])
+            read, real_read = [], rag.reading
+            with mock.patch.object(rag, "reading", lambda file, *args: read.append(file.path) or real_read(file, *args)):
+                parts = list(rag.make_parts(rag.file_batches(files, 100)[0]))
+        self.assertEqual(read, [os.path.join(docs, "a", "big.txt")])
+        texts = [[chunk.text for _, chunk in pairs] for _, pairs in itertools.groupby(parts[0].chunks, key=lambda pair: pair[0])]
+        self.assertEqual((len(texts), texts[1], texts[2]), (3, texts[0], texts[0]))
+        self.assertIn("due in May", texts[0][0])
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 1), mock.patch.dict(rag.HOOKS, together=lambda file, then: False):
+            self.assertEqual(len(rag.file_batches(rag.copies_together(rag.find_files([docs])), 100)), 6)
+
     def test_a_file_changed_after_it_was_listed_gives_no_copy_its_paragraphs(self):
         """a.txt is read, then made the same as b.txt: b.txt's bytes equal a.txt's, but not those a.txt's
         paragraphs came from, so b.txt is read."""
