@@ -6709,6 +6709,8 @@ END = rb"(?!" + REGULAR + rb")[ \t\r\n\f]*"  # (an operator's end)
 GLYPH_WITH_TEXT = re.compile(rb"[ \t\r\n\f]*(?:((?:" + SPACED_NUMBER + rb"){2}(?=Td)|(?:" + SPACED_NUMBER + rb"){6}(?=Tm))"
                              rb"(Td|Tm)" + END + rb")?(?:(/" + REGULAR + rb"+[ \t\r\n\f]+" + SPACED_NUMBER + rb")Tf" + END + rb")?"
                              rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj" + END + rb"EMC(?!" + REGULAR + rb")")
+GLYPH_TEXT_BEGINS = re.compile(rb"[ \t\r\n\f]*/(" + REGULAR + rb"+)[ \t\r\n\f]*<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>"
+                               rb"[ \t\r\n\f]*>>[ \t\r\n\f]*BDC" + END)  # (the next glyph's BDC, as SIMPLE_OPERATION reads it)
 # A path is many operations (m, l, c, re, ..., then S, f or n), nothing a text is made of: after one, up to 64
 # more are skipped in one match (a page of charts and drawings is read in a third less time).
 PATH_OPERATORS = {b"m", b"l", b"c", b"v", b"y", b"h", b"re"}
@@ -6831,20 +6833,28 @@ def names_and_numbers(operands):
 
 def draw_glyph_with_text(state, operands, m, drawing):
     """Run the BDC of an ActualText (its operands) and the glyph after it that GLYPH_WITH_TEXT matched (m):
-    where (Td or Tm), the font (Tf), the glyph (Tj) and EMC, as the loop would run them one by one; return
-    where they end. LibreOffice draws every glyph its font lacks so: five operations a character, page after
-    page of Japanese, read here in one match."""
-    begin_marked(state, operands, drawing)
-    try:  # (the operands are the right ones, as the match says: only the font can be missing)
-        if m[2]:
-            (move_line if m[2] == b"Td" else set_text_matrix)(state, operands_of(m[1]), drawing)
-        if m[3]:
-            set_font(state, operands_of(m[3]), drawing)
-        show(state, [hex_string(m[4])], drawing)
-    except WRONG_OPERANDS:
-        pass
-    end_marked(state, (), drawing)
-    return m.end()
+    where (Td or Tm), the font (Tf), the glyph (Tj) and EMC, as the loop would run them one by one; and so
+    each next glyph drawn with its text (GLYPH_TEXT_BEGINS, GLYPH_WITH_TEXT); return where they end.
+    LibreOffice draws every glyph its font lacks so: five operations a character, page after page of
+    Japanese, read here in two matches, without the loop's steps."""
+    for count in itertools.count(1):
+        begin_marked(state, operands, drawing)
+        try:  # (the operands are the right ones, as the match says: only the font can be missing)
+            if m[2]:
+                (move_line if m[2] == b"Td" else set_text_matrix)(state, operands_of(m[1]), drawing)
+            if m[3]:
+                set_font(state, operands_of(m[3]), drawing)
+            show(state, [hex_string(m[4])], drawing)
+        except WRONG_OPERANDS:
+            pass
+        end_marked(state, (), drawing)
+        begins = GLYPH_TEXT_BEGINS.match(m.string, m.end())
+        glyph = begins and GLYPH_WITH_TEXT.match(m.string, begins.end())
+        if not glyph:
+            return m.end()
+        operands, m = [pdf_name(begins[1]), {"ActualText": hex_string(begins[2])}], glyph
+        if count % 4096 == 0:
+            drawing.pdf.check_time()
 
 
 def read_operand(data, m, operands):

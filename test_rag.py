@@ -5378,8 +5378,8 @@ class PdfTextTest(unittest.TestCase):
 
     def test_a_glyph_drawn_with_its_text_reads_as_its_five_operations(self):
         """LibreOffice draws a glyph its font lacks as BDC (its ActualText), where (Td or Tm), the font (Tf),
-        the glyph (Tj), EMC, and run_content reads those five in one match (GLYPH_WITH_TEXT): the text, the
-        places and the sizes are those of the five read one by one. What is not that run (operands of the
+        the glyph (Tj), EMC, and run_content reads those five in one match (GLYPH_WITH_TEXT), and the glyphs
+        drawn so after it in one call: the text, the places and the sizes are those of the five read one by one. What is not that run (operands of the
         wrong count, no space before EMC, an ActualText inside another) is read one by one."""
         glyph = lambda char, where: b"/Span<</ActualText<FEFF%04X>>>\nBDC\n%s/F1 12 Tf<58>Tj\nEMC\n" % (ord(char), where)
         content = (b"BT " + glyph("日", b"72 700 Td ") + glyph("本", b"1 0 0 1 79.2 700 Tm\n") + glyph("語", b"")
@@ -5399,9 +5399,15 @@ class PdfTextTest(unittest.TestCase):
             read, drawn = text_of(objects), spans()
         with mock.patch.object(rag, "GLYPH_WITH_TEXT", re.compile(rb"(?!)")):  # (never matches: one by one)
             self.assertEqual((read, drawn), (text_of(objects), spans()))
-        self.assertEqual(counted.call_count, 10)  # (5 glyphs, read twice)
+        self.assertEqual(counted.call_count, 4)  # (a run of 4 glyphs and 1 inside another ActualText, read twice)
         self.assertEqual(len(drawn), 6)
         self.assertEqual(read[0][0], "日本語で\n\n文\n\nok")  # (no す: "TjEMC" is no operator a viewer knows)
+        checks = []
+        for count in (10, 10_000):  # (a run of glyphs is timed, as the loop's steps are: every 4,096)
+            with mock.patch.object(rag.PdfFile, "check_time", autospec=True) as checked:
+                self.assertEqual(text_of(one_page(b"BT /F1 12 Tf " + glyph("日", b"") * count + b"ET"))[0][0], "日" * count)
+            checks.append(checked.call_count)
+        self.assertEqual(checks[1] - checks[0], 2)
 
     def test_the_actual_texts_of_a_page_are_read_up_to_a_budget(self):
         """One ActualText named in the resources and used again and again unfolds like a zip bomb: once the
