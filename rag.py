@@ -6914,9 +6914,11 @@ class KernedText:
         if any(n % 2 for n in lengths) or b" ".join(numbers).strip(b" \t\r\n0123456789.+-"):
             return None  # (odd digits, "1e999", not numbers between: item by item)
         try:
-            inner, lead, trail = (list(map(float, part.split())) for part in numbers)
+            kern = {written: float(written) for written in set(parts[1::2])}  # (a line has a few kerns, again and
+            inner = list(map(kern.__getitem__, parts[1::2]))                 # again: each is converted once)
+            lead, trail = (list(map(float, part.split())) for part in numbers[1:])
             data = bytes.fromhex(hexes.decode())
-        except ValueError:  # ("1.2.3", "-+", not hex digits)
+        except ValueError:  # ("1.2.3", "-+", not hex digits; no number, or two, between two strings: item by item)
             return None
         return KernedText(data, sum(lead), sum(trail), sum(inner), min(inner, default=0.0), max(inner, default=0.0),
                           all(n % 4 == 0 for n in lengths), body)

@@ -5307,13 +5307,14 @@ class PdfTextTest(unittest.TestCase):
         """LibreOffice writes each line as a TJ array of hex strings with small kerns between them: read as
         one string and the kerns' sums (a third faster), its pieces start, end and advance exactly as when
         read item by item; a kern as wide as a space, a 1-byte string in a 2-byte font, odd digits (white
-        space in a string, as "<41 42>"), what is not a number between and strings that do not alternate with
-        numbers are read item by item. Horizontal and vertical, scaled and spaced."""
+        space in a string, as "<41 42>"), what is not one number between two strings ("<41><42>" too) and
+        strings that do not alternate with numbers are read item by item. Horizontal and vertical, scaled and
+        spaced."""
         one = rag.Font("A", 1, ((1, 0, 255),), {c: chr(c) for c in range(32, 127)}, {c: 0.5 + c % 7 / 10 for c in range(256)}, 0.5)
         two = rag.Font("B", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0)
         down = rag.Font("C", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0, vertical=True)
         bodies = [b"<48656c>-3<6c6f>12.5<2c20776f>-40<726c64>", b"5<4142>-3 <43>", b"<4142>-300<4344>",  # the last: a space
-                  b"<0001>-2<0002>4<00030004>-7", b"<0001>-2<02>", b"<4142><43>", b"<414>1<42>", b"<41 42>-1<43>", b"[]",
+                  b"<0001>-2<0002>4<00030004>-7", b"<0001>-2<02>", b"<4142><43>", b"<41>1 -2<42>", b"<414>1<42>", b"<41 42>-1<43>", b"[]",
                   b"<41>1e999<42>", b"inf<41>", b"<41>->0<42>", b"<41>1.2.3<42>", b"<4G>", b"<41<42>", b"<41>>42<<43>",
                   b"<>"]  # (not numbers, hex, strings one after the other: item by item)
         def placed(items):  # (a piece's texts are joined: one string or several, the same text)
@@ -5325,7 +5326,7 @@ class PdfTextTest(unittest.TestCase):
                     state = rag.TextState(rag.IDENTITY, font, 11.0, char_space, word_space, scale, 0)
                     with self.subTest(font=font.name, body=body, scale=scale):
                         self.assertEqual(placed(rag.KernedText.of(body) or rag.text_array(body)), placed(rag.text_array(body)))
-        self.assertEqual([rag.KernedText.of(b) is None for b in bodies], [False] * 6 + [True] * 10 + [False])
+        self.assertEqual([rag.KernedText.of(b) is None for b in bodies], [False] * 5 + [True] * 12 + [False])
 
     def test_a_content_stream_reads_the_same_however_its_operations_are_written(self):
         """Operations of numbers and names (most of a page) are read in one match each; comments, NUL bytes,
