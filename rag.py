@@ -7008,6 +7008,8 @@ def place_pieces(state, pieces, spans):
         size = state.size
         height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
         u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
+        if not math.isfinite(u + v + across + height):  # (matrices multiplied past the largest number: nowhere)
+            return
         down = ("down",) if state.font.vertical else ("turned",) if -y > abs(x) else ()  # text that runs down
         spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + down
                   for s, t, texts in pieces]  # (it says so, as vertical writing or turned: see one_direction)

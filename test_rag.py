@@ -5303,6 +5303,14 @@ class PdfTextTest(unittest.TestCase):
     def test_tj_spacing_large_negative_offset_is_a_space(self):
         self.assertEqual(self.page(b"BT /F1 10 Tf 72 700 Td [(Hel) 30 (lo) -400 (world) -50 (!)] TJ ET"), "Hello world!")
 
+    def test_text_placed_past_the_largest_number_is_left_out_and_the_rest_of_the_page_read(self):
+        """Matrices multiplied past the largest float (40 cm of a billion) place text nowhere (inf, NaN): it
+        is left out, as pdftotext leaves it out, and the page's other text is read. (The whole file was lost,
+        as "a damaged PDF".)"""
+        content = (b"q " + b"999999999 0 0 999999999 0 0 cm " * 40 + b"BT /F1 10 Tf 72 700 Td (Hello) Tj ET Q "
+                   b"BT /F1 10 Tf 72 680 Td (Quiet hours) Tj ET")
+        self.assertEqual(text_of(one_page(content)), (["Quiet hours"], ""))
+
     def test_a_kerned_hex_array_read_as_one_string_places_its_text_as_item_by_item(self):
         """LibreOffice writes each line as a TJ array of hex strings with small kerns between them: read as
         one string and the kerns' sums (a third faster), its pieces start, end and advance exactly as when
