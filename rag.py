@@ -305,7 +305,7 @@ HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
          "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
          "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome),  # (Appendix: a file copied)
-         "together": lambda file, then: False,  # whether a file's batch takes the next one in any case (the same)
+         "together": lambda file, then: False,  # whether the next file joins a file's batch, however large (the same appendix)
          "changed": lambda index: None}  # the index, after files changed (Appendix: merging parts)
 
 # ---------------------------------------------------------------------------------------------------
