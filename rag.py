@@ -788,10 +788,11 @@ CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-
 WORD = re.compile(f"[^\\W_{CJK}]+")  # letters and digits (any alphabet but CJK); "_" separates words
 CJK_RUN = re.compile(f"[{CJK}]+")
 IDEOGRAPH = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# Every ASCII character has an entry (faster than for separators only); others that are neither letters nor digits
-# (’ “ ” – •, no-break spaces) become spaces first, so that English with typographic quotes is split as ASCII.
+# Every ASCII character has an entry (faster than for separators only). In text with no letter beyond ASCII,
+# the others (’ “ ” – •, no-break spaces) become spaces first: English with typographic quotes is split as ASCII.
 ASCII_SPACES = str.maketrans({c: c if c.isalnum() else " " for c in map(chr, range(128))})
-TYPOGRAPHY = re.compile("[%s]+" % "".join(c for c in map(chr, range(0x80, 0x3000)) if not c.isalnum()))
+NOT_LETTERS = "".join(c for c in map(chr, range(0x80, 0x3000)) if not c.isalnum())
+TYPOGRAPHY, LETTER_BEYOND_ASCII = re.compile(f"[{NOT_LETTERS}]+"), re.compile(f"[^\x00-\x7f{NOT_LETTERS}]")
 
 
 def tokenize(text):
@@ -800,7 +801,7 @@ def tokenize(text):
     Example: tokenize("Filing the reports, 東京都") -> ["file", "report", "東京", "京都", "東", "京", "都"]
     """
     text = text.lower()
-    plain = text if text.isascii() else TYPOGRAPHY.sub(" ", text)
+    plain = text if text.isascii() or LETTER_BEYOND_ASCII.search(text) else TYPOGRAPHY.sub(" ", text)
     words = plain.translate(ASCII_SPACES).split() if plain.isascii() else WORD.findall(text)  # same words, faster
     tokens = list(filter(None, map(word_token, words)))
     if not text.isascii():
@@ -2285,8 +2286,7 @@ def cosines(embeddings, vector, numbers):
 
 
 def vectors_of(embeddings, numbers):
-    """Return {chunk number: unit vector} with the chunks numbered, each read from the cache the first
-    time it is wanted."""
+    """Return {chunk number: unit vector} of the chunks numbered, each read from the cache when first wanted."""
     vectors, keys = embeddings.vectors, embeddings.keys
     missing = [number for number in numbers if number not in vectors]
     if missing:
@@ -4337,7 +4337,7 @@ def text_words(text):
     Example: text_words("It’s “due” in 30 days;\nfile_it") -> ["it", "s", "due", "in", "30", "days", "file", "it"]
     """
     lowered = text.lower()  # (ASCII text is split faster by translate, as tokenize does)
-    plain = lowered if lowered.isascii() else TYPOGRAPHY.sub(" ", lowered)
+    plain = lowered if lowered.isascii() or LETTER_BEYOND_ASCII.search(lowered) else TYPOGRAPHY.sub(" ", lowered)
     return plain.translate(ASCII_SPACES).split() if plain.isascii() else ALL_WORDS.findall(lowered)
 
 
@@ -4990,10 +4990,11 @@ def read_copies_once(file, most_bytes=MAX_FILE_BYTES, outcome=None):
 
 
 def copy_of_the_file_before(before, file):
-    """HOOKS["together"]: whether a file is a copy of the one before it, which is read keeping its paragraphs,
-    and so in its batch, however large: read in another batch, by another worker, it would be read again."""
+    """HOOKS["together"]: whether a file may be a copy of the one before it, which is read keeping its paragraphs
+    (the same size, reader and first COPY_MIN_BYTES: reading compares them whole), and so goes in its batch,
+    however large: read in another batch, by another worker, it would be read again."""
     return plain_reader(before) is not before.reader and file_size(before) == file_size(file) \
-        and plain_reader(before) == plain_reader(file) and same_bytes(before.path, file.path)
+        and plain_reader(before) == plain_reader(file) and same_bytes(before.path, file.path, COPY_MIN_BYTES)
 
 
 def plain_reader(file):
@@ -5006,15 +5007,15 @@ def listed_as(file):
     return bool(file.identity) and file_identity(file.path, False, set()) == file.identity
 
 
-def same_bytes(path, other):
-    """Return whether two files hold the same bytes (False if either cannot be read)."""
+def same_bytes(path, other, most=None):
+    """Return whether two files hold the same bytes, or the same first `most` bytes (False if either cannot be read)."""
     try:
         with open(path, "rb") as one, open(other, "rb") as two:
             while True:
-                block = one.read(2**20)
-                if block != two.read(2**20):
+                block = one.read(most or 2**20)
+                if block != two.read(most or 2**20):
                     return False
-                if not block:
+                if not block or most:
                     return True
     except OSError:
         return False
@@ -7008,11 +7009,11 @@ def place_pieces(state, pieces, spans):
         size = state.size
         height = abs(a * d - b * c) / across  # the font's height on the page (in vertical writing its width), per unit of size
         u, v = (e * x + f * y) / across, (e * y - f * x) / across * (1 if a * d >= b * c else -1)
-        if not math.isfinite(u + v + across + height):  # (matrices multiplied past the largest number: nowhere)
-            return
         down = ("down",) if state.font.vertical else ("turned",) if -y > abs(x) else ()  # text that runs down
-        spans += [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + down
+        placed = [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + down
                   for s, t, texts in pieces]  # (it says so, as vertical writing or turned: see one_direction)
+        spans += filter(lambda span: math.isfinite(span[0] + span[1] + span[2] + span[3]), placed)  # (matrices
+        # multiplied past the largest number place text nowhere: it is left out, as pdftotext leaves it out)
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
 
@@ -7274,7 +7275,7 @@ def drawn_once(spans):
     one drawn there before loses that start ("AG1832 §" over "AG1832" keeps " §"; "Op" over "O" and "p"
     drawn one by one keeps nothing). The same text a glyph on ("ll"), a line below or a column over stays.
     Texts are kept by their first character in cells twice as wide and high as those distances, so that a
-    span looks in the 4 cells, of its own first character, that can hold one so near (most are empty)."""
+    span looks in the cells, of its own first character, that can hold one so near: 4 (most are empty)."""
     kept, seen = [], {}  # seen: (near, first character, cell along, cell across) -> texts drawn there
     get = seen.get
     for span in spans:
@@ -7282,8 +7283,12 @@ def drawn_once(spans):
         near = PDF_OVERDRAW * size or 1
         while text:
             key, x, y = (near, text[0]), (start - near) // (2 * near), (across - 2 * near) // (4 * near)
-            nearby = (get(key + (x, y), []) + get(key + (x + 1, y), []) + get(key + (x, y + 1), [])
-                      + get(key + (x + 1, y + 1), []))
+            if (start + near) // (2 * near) == x + 1 and (across + 2 * near) // (4 * near) == y + 1:  # (as a rule)
+                nearby = (get(key + (x, y), []) + get(key + (x + 1, y), []) + get(key + (x, y + 1), [])
+                          + get(key + (x + 1, y + 1), []))
+            else:  # (a cell fewer or, by rounding, more; none for a place that is no number)
+                nearby = [drawn for x in cells_from(start - near, start + near, 2 * near)
+                          for y in cells_from(across - 2 * near, across + 2 * near, 4 * near) for drawn in get(key + (x, y), ())]
             under = next((drawn for drawn in nearby if abs(start - drawn[0]) < near and abs(across - drawn[1]) < 2 * near
                           and (drawn[2].startswith(text) or text.startswith(drawn[2]))), None) if nearby else None
             if under is None:
@@ -7295,6 +7300,14 @@ def drawn_once(spans):
                 drawn.append((start, across, text, end))
             kept.append(span if text is span[4] else (start, end, across, size, text) + tuple(span[5:]))
     return kept
+
+
+def cells_from(low, high, size):
+    """Return the numbers of the cells of a size, from low's to high's: two where high - low is the size (three
+    where rounding takes a step more; none for a place that is no number)."""
+    first, last = low // size, high // size
+    return (first, last) if last == first + 1 else (first,) if last == first else \
+        (first, first + 1, last) if last == first + 2 else ()
 
 
 def one_direction(spans):

@@ -5072,6 +5072,8 @@ class PdfFontsTest(unittest.TestCase):
                 spans = [(start, start + 6, across, 10, "A"), (start + along, start + along + 6, across + up, 10, "A")]
                 with self.subTest(start=start, across=across, along=along, up=up):
                     self.assertEqual(rag.drawn_once(spans), spans[:kept])
+        spans = [(-3.6, 1.4, 53.2, 9, "a"), (-4.5, 0.5, 53.2, 9, "a")]  # (0.9 apart, less as floats: where rounding
+        self.assertEqual(rag.drawn_once(spans), spans[:1])                # puts the one before a cell further)
 
     def test_glyph_names_that_tell_nothing_are_said_as_no_unicode_map_never_a_scan(self):
         """A font whose glyph names tell no text (and no ToUnicode map) draws text that cannot be read:
@@ -5308,7 +5310,8 @@ class PdfTextTest(unittest.TestCase):
         is left out, as pdftotext leaves it out, and the page's other text is read. (The whole file was lost,
         as "a damaged PDF".)"""
         content = (b"q " + b"999999999 0 0 999999999 0 0 cm " * 40 + b"BT /F1 10 Tf 72 700 Td (Hello) Tj ET Q "
-                   b"BT /F1 10 Tf 72 680 Td (Quiet hours) Tj ET")
+                   b"BT /F1 10 Tf 72 680 Td (Quiet hours) Tj ET q " + b"1 0 0 4294967296 0 0 cm " * 31
+                   + b"BT /F1 4294967296 Tf 0 0 Td (Huge) Tj ET Q")  # (there only the size is past it)
         self.assertEqual(text_of(one_page(content)), (["Quiet hours"], ""))
 
     def test_a_kerned_hex_array_read_as_one_string_places_its_text_as_item_by_item(self):
@@ -6495,27 +6498,31 @@ class MixedFolderTest(TempFolder):
 
     def test_a_file_and_its_copies_are_one_batch_however_large_and_other_files_of_its_size_are_not(self):
         """Workers read a batch each: a copy in another batch than its file's would be read again. A file of
-        the same size with other bytes, or read by another reader, is a batch of its own as before."""
+        the same size that starts otherwise, or read by another reader, is a batch of its own as before; one
+        that starts the same (the first COPY_MIN_BYTES) joins the batch, and is read as the bytes differ."""
         docs = os.path.join(self.folder, "docs")
         big = "The report is due in May. " * 40
         for path, text in (("a/big.txt", big), ("b/Copy of big.txt", big), ("c/big (1).txt", big),
-                           ("d/same size.txt", big.replace("May", "Jun")), ("e/big.md", big), ("f/small.txt", "Due.")):
+                           ("c2/same start.txt", big[:-5] + "June."), ("d/same size.txt", "Our" + big[3:]),
+                           ("e/big.md", big), ("f/small.txt", "Due.")):
             self.write(os.path.join(docs, path), text)
-        with mock.patch.object(rag, "COPY_MIN_BYTES", 1):
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 100):
             files = rag.copies_together(rag.find_files([docs]))
             batches = [[os.path.relpath(file.path, docs) for file in batch] for batch in rag.file_batches(files, 100)]
             self.assertEqual(batches, [[os.path.join("a", "big.txt"), os.path.join("b", "Copy of big.txt"),
-                                        os.path.join("c", "big (1).txt")], [os.path.join("d", "same size.txt")],
-                                       [os.path.join("e", "big.md")], [os.path.join("f", "small.txt")]])
+                                        os.path.join("c", "big (1).txt"), os.path.join("c2", "same start.txt")],
+                                       [os.path.join("d", "same size.txt")], [os.path.join("e", "big.md")],
+                                       [os.path.join("f", "small.txt")]])
             read, real_read = [], rag.reading
             with mock.patch.object(rag, "reading", lambda file, *args: read.append(file.path) or real_read(file, *args)):
                 parts = list(rag.make_parts(rag.file_batches(files, 100)[0]))
-        self.assertEqual(read, [os.path.join(docs, "a", "big.txt")])
+        self.assertEqual(read, [os.path.join(docs, "a", "big.txt"), os.path.join(docs, "c2", "same start.txt")])
         texts = [[chunk.text for _, chunk in pairs] for _, pairs in itertools.groupby(parts[0].chunks, key=lambda pair: pair[0])]
-        self.assertEqual((len(texts), texts[1], texts[2]), (3, texts[0], texts[0]))
+        self.assertEqual((len(texts), texts[1], texts[2]), (4, texts[0], texts[0]))
         self.assertIn("due in May", texts[0][0])
-        with mock.patch.object(rag, "COPY_MIN_BYTES", 1), mock.patch.dict(rag.HOOKS, together=lambda file, then: False):
-            self.assertEqual(len(rag.file_batches(rag.copies_together(rag.find_files([docs])), 100)), 6)
+        self.assertIn("due in June", texts[3][-1])
+        with mock.patch.object(rag, "COPY_MIN_BYTES", 100), mock.patch.dict(rag.HOOKS, together=lambda file, then: False):
+            self.assertEqual(len(rag.file_batches(rag.copies_together(rag.find_files([docs])), 100)), 7)
 
     def test_a_file_changed_after_it_was_listed_gives_no_copy_its_paragraphs(self):
         """a.txt is read, then made the same as b.txt: b.txt's bytes equal a.txt's, but not those a.txt's
