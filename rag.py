@@ -7012,8 +7012,8 @@ def place_pieces(state, pieces, spans):
         down = ("down",) if state.font.vertical else ("turned",) if -y > abs(x) else ()  # text that runs down
         placed = [(u + s * across, u + t * across, v, abs(size) * height, "".join(texts)) + down
                   for s, t, texts in pieces]  # (it says so, as vertical writing or turned: see one_direction)
-        spans += filter(lambda span: math.isfinite(span[0] + span[1] + span[2] + span[3]), placed)  # (matrices
-        # multiplied past the largest number place text nowhere: it is left out, as pdftotext leaves it out)
+        # (matrices multiplied past the largest number place text nowhere: it is left out, as pdftotext leaves it out)
+        spans += filter(lambda span: math.isfinite(span[0] + span[1] + span[2] + span[3]), placed)
         if len(spans) > PDF_MAX_SPANS:
             raise RagError(f"more than {PDF_MAX_SPANS} pieces of text on a page (a hostile file?)")
 
