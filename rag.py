@@ -305,7 +305,7 @@ HOOKS = {"writing": lambda index: nullcontext(),  # reading files into the index
          "found": lambda index, said, read: [warn(line) for line in said],  # what was found (Appendix: a warm run)
          "told": lambda db, key, lines: [warn(line) for line in lines],  # what a run learns (the same appendix)
          "read": lambda file, most_bytes, outcome: reading(file, most_bytes, outcome),  # (Appendix: a file copied)
-         "together": lambda file, then: False,  # whether the next file joins a file's batch, however large (the same appendix)
+         "together": lambda file, then: False,  # a file's batch takes the next, however large? (the same appendix)
          "changed": lambda index: None}  # the index, after files changed (Appendix: merging parts)
 
 # ---------------------------------------------------------------------------------------------------
@@ -6700,9 +6700,10 @@ TEXT_ARRAY_ITEM = re.compile(rb"<([^>]*)>|" + PDF_STRING + rb"|([-+]?(?:\d+\.?\d
 # each is read in one match, and the numbers of an operator not read (a path, a colour) are never converted.
 SHORT_NUMBER = rb"[-+]?(?:\d{1,9}(?:\.\d*)?|\.\d+)"  # (9 digits at most before the point: never to be clamped)
 SPACED_NUMBER = SHORT_NUMBER + rb"[ \t\r\n\f]+"
-NUMBER_OR_NAME = rb"(?:" + SHORT_NUMBER + rb"|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or
-LAST_OPERAND = (rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY +  # a delimiter after)
-                rb"|<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>)")  # 2: it; 3-6: what it holds
+NUMBER_OR_NAME = rb"(?:" + SHORT_NUMBER + rb"|/" + REGULAR + rb"*)(?:[ \t\r\n\f]+|(?=[/<(\[]))"  # (a space or a
+# delimiter after); the last operand, group 2, holds a string, a hex string, a TJ array or an ActualText (3-6)
+ACTUAL_TEXT = rb"<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>[ \t\r\n\f]*>>"  # (properties of that alone)
+LAST_OPERAND = rb"(" + PDF_STRING + rb"|<([0-9A-Fa-f]*)>|" + TJ_ARRAY + rb"|" + ACTUAL_TEXT + rb")"
 SIMPLE_OPERATION = re.compile(rb"[ \t\r\n\f]*((?:" + NUMBER_OR_NAME + rb"){0,8})"
                               rb"(?:" + LAST_OPERAND + rb"[ \t\r\n\f]*)?"  # (spaces only after one: no backtracking)
                               rb"(?!R(?!" + REGULAR + rb"))([A-Za-z'\"]" + REGULAR + rb"*)")  # (not "1 0 R", a reference)
@@ -6710,8 +6711,8 @@ END = rb"(?!" + REGULAR + rb")[ \t\r\n\f]*"  # (an operator's end)
 GLYPH_WITH_TEXT = re.compile(rb"[ \t\r\n\f]*(?:((?:" + SPACED_NUMBER + rb"){2}(?=Td)|(?:" + SPACED_NUMBER + rb"){6}(?=Tm))"
                              rb"(Td|Tm)" + END + rb")?(?:(/" + REGULAR + rb"+[ \t\r\n\f]+" + SPACED_NUMBER + rb")Tf" + END + rb")?"
                              rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj" + END + rb"EMC(?!" + REGULAR + rb")")
-GLYPH_TEXT_BEGINS = re.compile(rb"[ \t\r\n\f]*/(" + REGULAR + rb"+)[ \t\r\n\f]*<<[ \t\r\n\f]*/ActualText[ \t\r\n\f]*<([0-9A-Fa-f]*)>"
-                               rb"[ \t\r\n\f]*>>[ \t\r\n\f]*BDC" + END)  # (the next glyph's BDC, as SIMPLE_OPERATION reads it)
+GLYPH_TEXT_BEGINS = re.compile(  # (the next glyph's BDC, as SIMPLE_OPERATION reads it)
+    rb"[ \t\r\n\f]*/(" + REGULAR + rb"+)[ \t\r\n\f]*" + ACTUAL_TEXT + rb"[ \t\r\n\f]*BDC" + END)
 # A path is many operations (m, l, c, re, ..., then S, f or n), nothing a text is made of: after one, up to 64
 # more are skipped in one match (a page of charts and drawings is read in a third less time).
 PATH_OPERATORS = {b"m", b"l", b"c", b"v", b"y", b"h", b"re"}
@@ -6910,15 +6911,15 @@ class KernedText:
         if first < 0 or b"(" in body or not ONE_AFTER_THE_OTHER.fullmatch(body):
             return None
         parts = body[first + 1:last].replace(b">", b"<").split(b"<")  # a string, what is between, a string, ...
-        hexes, numbers = b"".join(parts[::2]), [b" ".join(parts[1::2]), body[:first], body[last + 1:]]
-        lengths = set(map(len, parts[::2]))  # (of the strings, in hex digits: a few different ones)
-        if any(n % 2 for n in lengths) or b" ".join(numbers).strip(b" \t\r\n0123456789.+-"):
+        strings, between, lead, trail = parts[::2], parts[1::2], body[:first], body[last + 1:]
+        lengths = set(map(len, strings))  # (of the strings, in hex digits: a few different ones)
+        if any(n % 2 for n in lengths) or b" ".join(between + [lead, trail]).strip(b" \t\r\n0123456789.+-"):
             return None  # (odd digits, "1e999", not numbers between: item by item)
         try:
-            kern = {written: float(written) for written in set(parts[1::2])}  # (a line has a few kerns, again and
-            inner = list(map(kern.__getitem__, parts[1::2]))                 # again: each is converted once)
-            lead, trail = (list(map(float, part.split())) for part in numbers[1:])
-            data = bytes.fromhex(hexes.decode())
+            kern = {written: float(written) for written in set(between)}  # (a line has a few kerns, again and
+            inner = list(map(kern.__getitem__, between))                 # again: each is converted once)
+            lead, trail = list(map(float, lead.split())), list(map(float, trail.split()))
+            data = bytes.fromhex(b"".join(strings).decode())
         except ValueError:  # ("1.2.3", "-+", not hex digits; no number, or two, between two strings: item by item)
             return None
         return KernedText(data, sum(lead), sum(trail), sum(inner), min(inner, default=0.0), max(inner, default=0.0),
