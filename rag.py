@@ -6822,14 +6822,13 @@ def simple_operands(m):
 
 def operands_of(written):
     """Return the names and numbers written before an operator, as SIMPLE_OPERATION matches them."""
-    if b"/" in written:  # (names: a font and its size, a tag, written again and again)
-        return list(names_and_numbers(written))
-    return list(map(float, written.split()))  # (numbers of 9 digits at most, as SIMPLE_OPERATION reads them: no clamp)
+    return list(names_and_numbers(written)) if written else []
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)  # (a font and its size, a matrix, a step down a line: most are written again and again)
 def names_and_numbers(operands):
-    """Return the names and numbers of an operation's operands, written as in SIMPLE_OPERATION, as a tuple."""
+    """Return the names and numbers of an operation's operands, written as in SIMPLE_OPERATION, as a tuple
+    (numbers of 9 digits at most, as SIMPLE_OPERATION reads them: never clamped)."""
     return tuple(pdf_name(t[1:]) if t[0] == 47 else float(t) for t in operands.split())  # 47: "/"
 
 
