@@ -5482,6 +5482,7 @@ PDF_MAX_INFLATED = 128 * 2**20  # bytes decompressed per file, all streams toget
 PDF_PAGE_INFLATED = 2**20       # a page: stops "zip bombs" (a page's content takes 5 to 50 KB)
 PDF_MAX_DEPTH = 32              # arrays and dictionaries inside each other, references being followed
                                 # at once (real files: under 10)
+PDF_MAX_LAYERS = 1000          # layers and terms one optional content expression may name, at most
 PDF_MAX_FORMS = 8               # forms (XObjects) drawn inside forms; real files use 2 or 3
 PDF_MAX_SPANS = 200000          # spans on one page; a dense page drawn glyph by glyph has 6,000
 PDF_MAX_NUMBER = 2.0 ** 32      # numbers are clamped to +-this: twice the integer limit of ISO 32000-1
@@ -5985,6 +5986,7 @@ class PdfFile:
         self.seconds, self.inflated = PDF_MAX_SECONDS, PDF_MAX_INFLATED  # the budgets, as they grow with the pages
         self.cache, self.loading, self.object_streams, self.fonts, self.page_numbers = {}, set(), {}, {}, {}
         self.destinations = None  # the named ones, read when an outline names one (see destinations)
+        self.layers_off, self.layers_shown, self.hidden_text = None, {}, False  # (see layer_shown)
         self.decrypt, self.rebuilt = None, False
         try:
             self.entries, self.trailer = read_xref(self)
@@ -6953,7 +6955,10 @@ def show_spaced(state, operands, drawing):
 def show(state, items, drawing):
     """Draw the strings among items: add their spans to the page, move the text matrix past them."""
     pieces, advance = text_pieces(state, items)
-    place_pieces(state, pieces, drawing.page["spans"])
+    if not drawing.page["hidden"]:
+        place_pieces(state, pieces, drawing.page["spans"])
+    else:  # (a hidden layer's text moves the text matrix, and is not drawn)
+        drawing.pdf.hidden_text = True
     tm = state.tm
     if state.font.vertical:  # down the text space's y axis
         state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] - advance * tm[2], tm[5] - advance * tm[3])
@@ -7102,6 +7107,8 @@ def draw_xobject(state, operands, drawing):
     """Do: draw an XObject by name: count it if it is an image, run it if it is a form."""
     ref = drawing.xobjects.get(operands[0])
     xobject = drawing.pdf.get(ref)
+    if drawing.page["hidden"] or isinstance(xobject, Stream) and not layer_shown(drawing.pdf, xobject.info.get("OC")):
+        return
     subtype = drawing.pdf.get(xobject.info.get("Subtype")) if isinstance(xobject, Stream) else None
     drawing.page["images"] += subtype == "Image"
     if subtype == "Form" and len(drawing.forms) < PDF_MAX_FORMS and ref not in drawing.forms:
@@ -7126,12 +7133,71 @@ def begin_marked(state, operands, drawing):
     that has no Unicode value (LibreOffice draws a character its font lacks so). The outermost counts."""
     page = drawing.page
     page["marked"] += 1
+    if operands[0] == "OC" and not page["hidden"] and not layer_shown(drawing.pdf, properties(drawing, operands[1])):
+        page["hidden"] = page["marked"]  # (optional content that a viewer hides: none of it is read, to its EMC)
     raw = actual_text_bytes(drawing, operands[1]) if len(operands) > 1 and not page["actual"] else None
     if raw is not None and len(raw) <= page["actual_left"]:  # (each one read counts, taken or not)
         page["actual_left"] -= len(raw)
         text = actual_text(raw)
         if text is not None:  # (its text, its first span, its depth)
             page["actual"] = (text, len(page["spans"]), page["marked"])
+
+
+def properties(drawing, named):
+    """Return a marked sequence's properties: a dictionary, or its name in the resources' Properties."""
+    return (drawing.pdf.get(drawing.resources.get("Properties")) or {}).get(named) if isinstance(named, str) else named
+
+
+def layer_shown(pdf, layer):
+    """False for optional content that a viewer hides when it opens the file (ISO 32000-1 8.11), as poppler
+    hides it: a layer (an optional content group) that the default configuration turns off, or a membership
+    dictionary whose layers are not as its policy (/P) or its expression (/VE) wants them. Anything else
+    (none, not a dictionary) is shown."""
+    if layer is None:
+        return True
+    if pdf.layers_off is None:
+        pdf.layers_off = layers_off(pdf)
+    return shown_as(pdf, layer, [PDF_MAX_LAYERS])
+
+
+def shown_as(pdf, layer, left, depth=0):
+    """Return whether a layer, a membership dictionary or an expression ([/And|/Or|/Not ...]) is shown, each
+    referenced one worked out once per file; left: how many more may be (a hostile expression nests and
+    repeats without end: what is past that is shown)."""
+    if isinstance(layer, Ref):
+        if layer.num not in pdf.layers_shown:
+            pdf.layers_shown[layer.num] = shown_as(pdf, pdf.get(layer), left, depth) and layer.num not in pdf.layers_off
+        return pdf.layers_shown[layer.num]
+    left[0] -= 1
+    if left[0] < 0 or depth > PDF_MAX_FORMS or not isinstance(layer, (dict, list)):
+        return True
+    if isinstance(layer, list):  # an expression
+        terms = [shown_as(pdf, term, left, depth + 1) for term in layer[1:]]
+        operator = pdf.get(layer[0]) if layer else None
+        return (not terms[0] if terms else True) if operator == "Not" else all(terms) if operator == "And" else any(terms) or not terms
+    if "VE" in layer:
+        return shown_as(pdf, layer["VE"], left, depth + 1)
+    if "OCGs" in layer:  # a membership dictionary: its layers, and whether any or all must be on or off
+        members = pdf.get(layer["OCGs"])  # (a list, or one layer)
+        shown = [shown_as(pdf, member, left, depth + 1) for member in (members if isinstance(members, list) else [layer["OCGs"]])]
+        policy = pdf.get(layer.get("P"))
+        return not shown or (all(shown) if policy == "AllOn" else not all(shown) if policy == "AnyOff"
+                             else not any(shown) if policy == "AllOff" else any(shown))
+    return True  # (a layer: the reference to it says whether it is off)
+
+
+def layers_off(pdf):
+    """Return the object numbers of the layers that the default configuration turns off: all but those it
+    turns on where its BaseState is OFF, and those it turns off (ISO 32000-1 8.11.4.3)."""
+    get = pdf.get
+    try:
+        layers = get(get(pdf.trailer.get("Root")).get("OCProperties"))
+        default = get(layers.get("D"))
+        numbers = lambda refs: {ref.num for ref in (refs if isinstance(refs, list) else []) if isinstance(ref, Ref)}
+        off = numbers(get(layers.get("OCGs"))) - numbers(get(default.get("ON"))) if get(default.get("BaseState")) == "OFF" else set()
+        return off | numbers(get(default.get("OFF")))
+    except (AttributeError, TypeError):  # (no layers, or none that can be read: all are shown)
+        return set()
 
 
 def actual_text_bytes(drawing, properties):
@@ -7166,6 +7232,7 @@ def end_marked(state, operands, drawing):
     """EMC: end the marked sequence begun last. The spans drawn since an ActualText began become one of its
     text (a sequence left open ends with the content stream that began it: see run_content)."""
     page = drawing.page
+    page["hidden"] = 0 if page["hidden"] == page["marked"] else page["hidden"]
     if page["actual"] and page["actual"][2] == page["marked"]:
         text, start, _ = page["actual"]
         page["actual"] = None
@@ -7446,7 +7513,7 @@ def pdf_pages(data, path):
 def page_text(pdf, number, page, resources, sizes, lost):
     """Return the text of one page, laid out (sizes, if a list, gets its paragraphs' sizes), or None when the
     file's budget is spent; lost (lists of page numbers: "scans", "broken", "skipped") gets what it lacks."""
-    drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_ACTUAL_TEXTS}
+    drawn = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": PDF_ACTUAL_TEXTS, "hidden": 0}
     if lost["skipped"] and (time.monotonic() > pdf.deadline or pdf.inflate_left < 0):
         lost["skipped"].append((number, ""))
         return None
@@ -7486,6 +7553,8 @@ def pdf_lost(pdf, path, lost, pages, any_text):
         raise RagError(lost["skipped"][0][1])
     if not any_text and unmapped:
         raise RagError(f"its fonts ({', '.join(unmapped)}) have no Unicode map: OCR it to get its text")
+    if not any_text and pdf.hidden_text:
+        raise RagError("its text is all in layers that viewers hide: turn them on in a PDF editor and save it")
     if not any_text:
         raise RagError("no text layer (a scan?): OCR it first, e.g. ocrmypdf in.pdf out.pdf")
     problems = missing_text(lost["scans"], lost["broken"], unmapped) + skipped_pages(lost["skipped"])
@@ -7523,8 +7592,8 @@ def draw_annotations(pdf, page, drawn):
     for annotation in get(page.get("Annots")) or []:
         annotation = get(annotation)
         try:
-            if int(get(annotation.get("F", 0))) & 34:  # hidden (2) or not to be shown (32)
-                continue
+            if int(get(annotation.get("F", 0))) & 34 or not layer_shown(pdf, annotation.get("OC")):  # hidden (2),
+                continue                                                                    # not shown (32)
             appearance = get(get(annotation.get("AP")).get("N"))
             if isinstance(appearance, dict):  # one appearance per state, as a check box has
                 appearance = get(appearance.get(get(annotation.get("AS"))))

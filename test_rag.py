@@ -5405,7 +5405,7 @@ class PdfTextTest(unittest.TestCase):
 
         def spans():  # (the page's spans: where each text is drawn, and how large)
             pdf = rag.PdfFile(write_pdf(objects))
-            page = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": rag.PDF_ACTUAL_TEXTS}
+            page = {"spans": [], "images": 0, "marked": 0, "actual": None, "actual_left": rag.PDF_ACTUAL_TEXTS, "hidden": 0}
             rag.draw_page(pdf, *rag.page_list(pdf)[0], page)
             return page["spans"]
         fused = mock.patch.object(rag, "draw_glyph_with_text", wraps=rag.draw_glyph_with_text)
@@ -5513,6 +5513,42 @@ class PdfTextTest(unittest.TestCase):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td /Span<</ActualText(fi)>>BDC (X) Tj ET", extra=[field, look])
         objects[2] = objects[2].replace(b"/Contents", b"/Annots[6 0 R]/Contents")
         self.assertEqual(text_of(objects)[0], ["fi\n\nBob"])
+
+    def test_a_layer_a_viewer_hides_is_not_read(self):
+        """Optional content (ISO 32000-1 8.11) that the default configuration turns off is not read, as poppler
+        and viewers hide it: a marked sequence (/OC), a form or an annotation whose layer is off, or whose
+        membership dictionary wants its layers otherwise (/P, /VE). What is on, and the text after, is read."""
+        form = lambda layer, text: stream(b"/Subtype/Form/BBox[0 0 612 792]/OC %d 0 R/Resources<</Font<</F1 4 0 R>>>>"
+                                          % layer, b"BT /F1 10 Tf 72 600 Td (%s) Tj ET" % text)
+        note = b"<</Type/Annot/Subtype/FreeText/OC 7 0 R/Rect[100 400 300 420]/AP<</N 13 0 R>>>>"
+        look = stream(b"/Subtype/Form/BBox[0 0 200 20]/Resources<</Font<</F1 4 0 R>>>>", b"BT /F1 10 Tf 2 5 Td (note) Tj ET")
+        layers = [b"<</Type/OCG/Name(On)>>", b"<</Type/OCG/Name(Off)>>",  # 6, 7, then membership dictionaries 8, 9
+                  b"<</Type/OCMD/OCGs[6 0 R 7 0 R]/P/AllOn>>", b"<</Type/OCMD/VE[/Not 7 0 R]>>",
+                  form(7, b"form off"), form(9, b"form on"), note, look, b"<</Type/OCMD/OCGs 7 0 R>>"]  # (14: one layer)
+        resources = b"/Properties<</on 6 0 R/off 7 0 R/all 8 0 R/not 9 0 R/one 14 0 R>>/XObject<</Fm0 10 0 R/Fm1 11 0 R>>"
+        content = (b"BT /F1 10 Tf 72 700 Td /OC /on BDC (on ) Tj EMC /OC /off BDC (off ) Tj /P<</MCID 1>>BDC (inner ) Tj "
+                   b"EMC ET /Fm1 Do BT EMC /OC /all BDC (all ) Tj EMC /OC /not BDC (not off ) Tj EMC /OC /one BDC (one) Tj EMC ET /Fm0 Do /Fm1 Do "
+                   b"BT /F1 10 Tf 72 500 Td (after ) Tj /OC /off BDC (left open) Tj ET")  # (left open: ends with the page)
+        objects = one_page(content, info=resources, extra=layers)
+        objects[2] = objects[2].replace(b"/Contents", b"/Annots[12 0 R]/Contents")
+        catalog = b"<</Type/Catalog/Pages 2 0 R/OCProperties<</OCGs[6 0 R 7 0 R]/D<<%s>>>>>>"
+        words = lambda: (" ".join(" ".join(text_of(objects)[0]).split()), text_of(objects)[1])
+        cases = [(b"/OFF[7 0 R]", "on not off form on after"),
+                 (b"/BaseState/OFF/ON[6 0 R]", "on not off form on after"),
+                 (b"/BaseState/OFF", "not off form on after"),
+                 (b"", "on off inner all one form off after left open note"),  # (/Not 7: 7 is on, so Fm1 is not)
+                 (b"/OFF[7 0 R 99 0 R 6]", "on not off form on after")]  # (no such layer; not a reference)
+        for default, expected in cases:
+            with self.subTest(default):
+                objects[0] = catalog % default
+                self.assertEqual(words(), (expected, ""))
+        objects[0] = catalog % b"/OFF[7 0 R]"
+        objects[7] = b"<</Type/OCMD/VE 8 0 R>>"  # (an expression that is itself: shown)
+        objects[8] = b"<</Type/OCMD/VE[/Or %s]>>" % b" ".join([b"[/And 7 0 R 9 0 R]"] * 5000)  # (too many terms: shown)
+        self.assertEqual(words(), ("on all not off form on after", ""))
+        objects[0], objects[4] = catalog % b"/OFF[7 0 R]", stream(b"", b"/OC /off BDC BT /F1 10 Tf 72 700 Td (off) Tj ET EMC")
+        with self.assertRaisesRegex(rag.RagError, "^its text is all in layers that viewers hide: turn them on"):
+            text_of(objects)  # (not "a scan?")
 
     def test_inline_image_bytes_are_skipped(self):
         content = b"BI /W 2 /H 2 /BPC 8 /CS /G ID \x00(Tj) Tj\xff EI BT /F1 10 Tf 72 700 Td (after) Tj ET"
