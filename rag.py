@@ -6715,6 +6715,11 @@ GLYPH_WITH_TEXT = re.compile(rb"[ \t\r\n\f]*(?:((?:" + SPACED_NUMBER + rb"){2}(?
                              rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj" + END + rb"EMC(?!" + REGULAR + rb")")
 GLYPH_TEXT_BEGINS = re.compile(  # (the next glyph's BDC, as SIMPLE_OPERATION reads it)
     rb"[ \t\r\n\f]*/(" + REGULAR + rb"+)[ \t\r\n\f]*" + ACTUAL_TEXT + rb"[ \t\r\n\f]*BDC" + END)
+# Chrome draws every glyph as a step and a glyph (6.66 0 Td <0052> Tj): GLYPH_STEP matches a glyph and the step
+# after it where a glyph follows, so that a run is read match by match, with no step left over at its end.
+SHOWN_GLYPH = rb"<([0-9A-Fa-f]*)>[ \t\r\n\f]*Tj(?!" + REGULAR + rb")"  # (a hex string shown)
+GLYPH_STEP = re.compile(rb"[ \t\r\n\f]*" + SHOWN_GLYPH + rb"[ \t\r\n\f]*(?:(" + SHORT_NUMBER + rb")[ \t\r\n\f]+("
+                        + SHORT_NUMBER + rb")[ \t\r\n\f]+Td" + END + rb"(?=" + SHOWN_GLYPH + rb"))?")
 # A path is many operations (m, l, c, re, ..., then S, f or n), nothing a text is made of: after one, up to 64
 # more are skipped in one match (a page of charts and drawings is read in a third less time).
 PATH_OPERATORS = {b"m", b"l", b"c", b"v", b"y", b"h", b"re"}
@@ -6793,6 +6798,9 @@ def run_content(pdf, data, resources, state, page, forms=()):
         glyph = op == b"BDC" and m and m[6] is not None and GLYPH_WITH_TEXT.match(data, pos)
         if glyph:  # (an ActualText, then a glyph: how LibreOffice draws one its font lacks)
             pos, op = draw_glyph_with_text(state, operands, glyph, drawing), None
+        steps = op == b"Td" and GLYPH_STEP.match(data, pos)
+        if steps:  # (a glyph, a step to the next, a glyph...: how Chrome draws every one)
+            pos, op = draw_glyph_steps(state, operands, steps, drawing), None
         handler = OPERATORS.get(op)
         if handler:
             try:
@@ -6858,6 +6866,64 @@ def draw_glyph_with_text(state, operands, m, drawing):
         operands, m = [pdf_name(begins[1]), {"ActualText": hex_string(begins[2])}], glyph
         if count % 4096 == 0:
             drawing.pdf.check_time()
+
+
+def draw_glyph_steps(state, operands, m, drawing):
+    """Run a Td (operands) and the glyphs after it that GLYPH_STEP matched (m), each a hex string shown (Tj)
+    and a step on to the next (Td); return where they end. Chrome (Skia) draws every glyph so, page after
+    page: here a line's glyphs are placed as one show (a step up or down starts a line)."""
+    lines = [[None, m[1]]]  # each: the step that starts it (None: the Td of operands), a glyph, a step along, a glyph...
+    for count in itertools.count(1):
+        if m[2] is None:
+            break
+        step, m = (float(m[2]), float(m[3])), GLYPH_STEP.match(m.string, m.end())
+        if step[1] == 0:
+            lines[-1] += [step[0], m[1]]
+        else:  # (up or down: another line)
+            lines.append([step, m[1]])
+        if count % 4096 == 0:
+            drawing.pdf.check_time()
+    try:
+        move_line(state, operands, drawing)
+    except WRONG_OPERANDS:
+        pass  # (skipped, as the loop skips it)
+    for line in lines:
+        if line[0]:
+            move_line(state, line[0], drawing)
+        draw_line_of_glyphs(state, line[1::2], line[2::2], drawing)
+    return m.end()
+
+
+def draw_line_of_glyphs(state, glyphs, steps, drawing):
+    """Draw glyphs (hex strings) on one line, each steps[i] on from the one before, as their Tj and Td would,
+    the pieces that page_layout would make of them placed as one show: a glyph that starts where the last
+    ended goes on its piece, one a gap wider than a space on starts another. Where a step goes back, or less
+    far than drawn_once looks for a glyph drawn again, or the font is vertical, they are drawn one by one."""
+    font, size = state.font, state.size
+    a, b, c, d, _, _ = multiply(state.tm, state.ctm)
+    along, height = math.hypot(a, b), abs(a * d - b * c)  # (text space to the page along the line, and the size)
+    near = 1.5 * PDF_OVERDRAW * abs(size) * height / (along * along or 1)  # (drawn_once's distance, and a margin)
+    if font is None or font.vertical or not along or min(steps, default=near) < near:
+        for number, glyph in enumerate(glyphs):
+            move_line(state, (steps[number - 1], 0), drawing) if number else None
+            try:
+                show(state, [hex_string(glyph)], drawing)
+            except WRONG_OPERANDS:
+                pass
+        return
+    pieces, x, gap, scale = [], 0.0, PDF_WORD_GAP * abs(size) * height / along / along, state.scale
+    for number, glyph in enumerate(glyphs):
+        x += steps[number - 1] if number else 0.0
+        text, width, codes, spaces = show_codes(font, hex_string(glyph))
+        advance = (width * size + state.char_space * codes + state.word_space * spaces) * scale
+        if pieces and x - pieces[-1][1] <= gap:  # (page_layout's test of a space, in text space)
+            pieces[-1][1] = max(pieces[-1][1], x + advance)
+            pieces[-1][2].append(text)
+        else:
+            pieces.append([x, x + advance, [text]])
+    show_pieces(state, pieces, drawing)
+    tm = state.line_matrix = multiply((1, 0, 0, 1, x, 0), state.line_matrix)  # (where the last glyph began)
+    state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
 
 
 def read_operand(data, m, operands):
@@ -6955,15 +7021,20 @@ def show_spaced(state, operands, drawing):
 def show(state, items, drawing):
     """Draw the strings among items: add their spans to the page, move the text matrix past them."""
     pieces, advance = text_pieces(state, items)
-    if not drawing.page["hidden"]:
-        place_pieces(state, pieces, drawing.page["spans"])
-    else:  # (a hidden layer's text moves the text matrix, and is not drawn)
-        drawing.pdf.hidden_text = True
+    show_pieces(state, pieces, drawing)
     tm = state.tm
     if state.font.vertical:  # down the text space's y axis
         state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] - advance * tm[2], tm[5] - advance * tm[3])
     else:
         state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+
+
+def show_pieces(state, pieces, drawing):
+    """Add pieces of text to the page's spans, placed by the text matrix (unless a layer hides them)."""
+    if not drawing.page["hidden"]:
+        place_pieces(state, pieces, drawing.page["spans"])
+    else:  # (a hidden layer's text moves the text matrix, and is not drawn)
+        drawing.pdf.hidden_text = True
 
 
 def text_pieces(state, items):

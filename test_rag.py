@@ -5423,6 +5423,37 @@ class PdfTextTest(unittest.TestCase):
             checks.append(checked.call_count)
         self.assertEqual(checks[1] - checks[0], 2)
 
+    def test_glyphs_drawn_one_step_at_a_time_read_as_the_steps_one_by_one(self):
+        """Chrome (Skia) draws every glyph as a step (dx 0 Td) and a hex string shown (Tj), and run_content reads
+        such a run in one call (GLYPH_STEP), a line's glyphs placed as one show: the text is that of the steps
+        read one by one, spaces where a step leaves a gap, a new line where one goes down, a vertical font's
+        glyphs down its column; a first Td of wrong operands is skipped; a hidden layer's glyphs move on."""
+        steps = lambda glyphs, step=b"6 0": b"".join(b"%s Td <%s> Tj\n" % (step, glyph) for glyph in glyphs)
+        content = (b"BT /F1 10 Tf 1 0 0 -1 72 700 Tm <41> Tj " + steps([b"42", b"43"]) + steps([b"44"], b"30 0")
+                   + steps([b"4546"]) + steps([b"47"], b"0 20") + steps([b"48", b"49"], b"-6 0")  # (back: one by one)
+                   + b"ET BT /F1 10 Tf 72 600 Td <4a> Tj /F1 6 Td <4b> Tj " + steps([b"4c"]) + b"6 0 Td (M) Tj "
+                   + steps([b"4e"]) + b"ET BT /F2 10 Tf 300 700 Td <0001> Tj " + steps([b"0002", b"0003"], b"0 -10")
+                   + b"ET BT /F1 10 Tf 72 560 Td <50> Tj /OC /off BDC " + steps([b"51", b"52"]) + b"EMC "
+                   + steps([b"53"]) + b"ET")
+        objects = column_page(content)
+        objects[0] = b"<</Type/Catalog/Pages 2 0 R/OCProperties<</OCGs[9 0 R]/D<</OFF[9 0 R]>>>>>>"
+        objects[2] = objects[2].replace(b"/Font", b"/Properties<</off 9 0 R>>/Font")
+        objects.append(b"<</Type/OCG/Name(Off)>>")
+        counted = mock.patch.object(rag, "draw_glyph_steps", wraps=rag.draw_glyph_steps)
+        with counted as fused:
+            read = text_of(objects)
+        with mock.patch.object(rag, "GLYPH_STEP", re.compile(rb"(?!)")):  # (never matches: one by one)
+            self.assertEqual(read, text_of(objects))
+        self.assertEqual(read, (["ABC DEF\n\nIHG\n\nJKLMN\n\n東京都\n\nP S"], ""))
+        self.assertEqual(fused.call_count, 8)  # (a run ends before a literal string, and after a BDC, an EMC, a Tj)
+        checks = []
+        for count in (10, 10_000):  # (a run is timed, as the loop's steps are: every 4,096)
+            with mock.patch.object(rag.PdfFile, "check_time", autospec=True) as checked:
+                page = text_of(one_page(b"BT /F1 10 Tf 72 700 Td <41> Tj " + steps([b"42"] * count) + b"ET"))
+            self.assertEqual(page[0][0], "A" + "B" * count)
+            checks.append(checked.call_count)
+        self.assertEqual(checks[1] - checks[0], 2)
+
     def test_the_actual_texts_of_a_page_are_read_up_to_a_budget(self):
         """One ActualText named in the resources and used again and again unfolds like a zip bomb: once the
         page's have come to PDF_ACTUAL_TEXTS bytes, the glyphs' own text is read."""
