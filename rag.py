@@ -5986,7 +5986,7 @@ class PdfFile:
         self.seconds, self.inflated = PDF_MAX_SECONDS, PDF_MAX_INFLATED  # the budgets, as they grow with the pages
         self.cache, self.loading, self.object_streams, self.fonts, self.page_numbers = {}, set(), {}, {}, {}
         self.destinations = None  # the named ones, read when an outline names one (see destinations)
-        self.layers_off, self.layers_shown, self.hidden_text = None, {}, False  # (see layer_shown)
+        self.layers, self.layers_shown, self.hidden_text = None, {}, False  # (see layer_shown)
         self.decrypt, self.rebuilt = None, False
         try:
             self.entries, self.trailer = read_xref(self)
@@ -6832,6 +6832,8 @@ def simple_operands(m):
 
 def operands_of(written):
     """Return the names and numbers written before an operator, as SIMPLE_OPERATION matches them."""
+    if len(written) > 64:  # (a long name is not kept: a hostile file's would be held after the file)
+        return list(names_and_numbers.__wrapped__(written))
     return list(names_and_numbers(written)) if written else []
 
 
@@ -6895,15 +6897,13 @@ def draw_glyph_steps(state, operands, m, drawing):
 
 
 def draw_line_of_glyphs(state, glyphs, steps, drawing):
-    """Draw glyphs (hex strings) on one line, each steps[i] on from the one before, as their Tj and Td would,
-    the pieces that page_layout would make of them placed as one show: a glyph that starts where the last
-    ended goes on its piece, one a gap wider than a space on starts another. Where a step goes back, or less
-    far than drawn_once looks for a glyph drawn again, or the font is vertical, they are drawn one by one."""
-    font, size = state.font, state.size
-    a, b, c, d, _, _ = multiply(state.tm, state.ctm)
-    along, height = math.hypot(a, b), abs(a * d - b * c)  # (text space to the page along the line, and the size)
-    near = 1.5 * PDF_OVERDRAW * abs(size) * height / (along * along or 1)  # (drawn_once's distance, and a margin)
-    if font is None or font.vertical or not along or min(steps, default=near) < near:
+    """Draw glyphs (hex strings) on one line, each steps[i] on from the one before, as their Tj and Td would:
+    the pieces that page_layout would make of them (line_pieces) placed as one show, or one by one."""
+    try:
+        pieces, x, advance = line_pieces(state, glyphs, steps)
+    except WRONG_OPERANDS:  # (a font size or a spacing that is no number: the glyphs are skipped one by one)
+        pieces = None
+    if pieces is None:
         for number, glyph in enumerate(glyphs):
             move_line(state, (steps[number - 1], 0), drawing) if number else None
             try:
@@ -6911,19 +6911,33 @@ def draw_line_of_glyphs(state, glyphs, steps, drawing):
             except WRONG_OPERANDS:
                 pass
         return
+    show_pieces(state, pieces, drawing)
+    tm = state.line_matrix = multiply((1, 0, 0, 1, x, 0), state.line_matrix)  # (where the last glyph began)
+    state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+
+
+def line_pieces(state, glyphs, steps):
+    """Return (pieces, where the last glyph starts, its advance) of glyphs drawn steps apart on a line: a glyph
+    that starts where the last ended goes on its piece, one a gap wider than a space on (page_layout's test)
+    starts another. None where they must be drawn one by one: a step goes back, or less far than drawn_once
+    looks for a glyph drawn again, or the font is vertical (or none)."""
+    font, size = state.font, state.size
+    a, b, c, d, _, _ = multiply(state.tm, state.ctm)
+    along, height = math.hypot(a, b), abs(a * d - b * c)  # (text space to the page along the line, and the size)
+    near = 1.5 * PDF_OVERDRAW * abs(size) * height / (along * along or 1)  # (drawn_once's distance, and a margin)
+    if font is None or font.vertical or not along or min(steps, default=near) < near:
+        return None, 0, 0
     pieces, x, gap, scale = [], 0.0, PDF_WORD_GAP * abs(size) * height / along / along, state.scale
     for number, glyph in enumerate(glyphs):
         x += steps[number - 1] if number else 0.0
         text, width, codes, spaces = show_codes(font, hex_string(glyph))
         advance = (width * size + state.char_space * codes + state.word_space * spaces) * scale
-        if pieces and x - pieces[-1][1] <= gap:  # (page_layout's test of a space, in text space)
+        if pieces and x - pieces[-1][1] <= gap:
             pieces[-1][1] = max(pieces[-1][1], x + advance)
             pieces[-1][2].append(text)
         else:
             pieces.append([x, x + advance, [text]])
-    show_pieces(state, pieces, drawing)
-    tm = state.line_matrix = multiply((1, 0, 0, 1, x, 0), state.line_matrix)  # (where the last glyph began)
-    state.tm = (tm[0], tm[1], tm[2], tm[3], tm[4] + advance * tm[0], tm[5] + advance * tm[1])
+    return pieces, x, advance
 
 
 def read_operand(data, m, operands):
@@ -7215,60 +7229,82 @@ def begin_marked(state, operands, drawing):
 
 
 def properties(drawing, named):
-    """Return a marked sequence's properties: a dictionary, or its name in the resources' Properties."""
-    return (drawing.pdf.get(drawing.resources.get("Properties")) or {}).get(named) if isinstance(named, str) else named
+    """Return what a marked sequence's properties name in the resources' Properties (None for a dictionary
+    written inline: poppler shows a layer so written, and so does rag.py)."""
+    return (drawing.pdf.get(drawing.resources.get("Properties")) or {}).get(named) if isinstance(named, str) else None
 
 
 def layer_shown(pdf, layer):
-    """False for optional content that a viewer hides when it opens the file (ISO 32000-1 8.11), as poppler
-    hides it: a layer (an optional content group) that the default configuration turns off, or a membership
-    dictionary whose layers are not as its policy (/P) or its expression (/VE) wants them. Anything else
-    (none, not a dictionary) is shown."""
+    """False for optional content that a viewer hides when it opens the file (ISO 32000-1 8.11), read as poppler
+    reads it: a layer (an optional content group, listed in the catalog) that the default configuration turns
+    off, or a membership dictionary whose listed layers are not as its policy (/P: AnyOn, AllOn, AnyOff, AllOff)
+    or its expression (/VE: [/And|/Or|/Not ...]) wants them. Anything else (none, no layers in the file, not a
+    dictionary) is shown. A membership dictionary is worked out once per file."""
     if layer is None:
         return True
-    if pdf.layers_off is None:
-        pdf.layers_off = layers_off(pdf)
-    return shown_as(pdf, layer, [PDF_MAX_LAYERS])
+    if pdf.layers is None:
+        pdf.layers = layer_states(pdf)
+    if not pdf.layers or isinstance(layer, Ref) and layer.num in pdf.layers:
+        return pdf.layers.get(layer.num, True) if isinstance(layer, Ref) else True
+    key = layer.num if isinstance(layer, Ref) else id(layer)  # (a dictionary written inline: kept, its id stays its own)
+    if key not in pdf.layers_shown:
+        member, left = pdf.get(layer), [PDF_MAX_LAYERS]
+        expression = pdf.get(member.get("VE")) if isinstance(member, dict) else None
+        shown = (not isinstance(member, dict) or pdf.get(member.get("Type")) != "OCMD" or
+                 (expression_shown(pdf, expression, left) if isinstance(expression, list) else members_shown(pdf, member)))
+        pdf.layers_shown[key] = (shown or left[0] < 0, layer)  # (an expression too long to read: shown)
+    return pdf.layers_shown[key][0]
 
 
-def shown_as(pdf, layer, left, depth=0):
-    """Return whether a layer, a membership dictionary or an expression ([/And|/Or|/Not ...]) is shown, each
-    referenced one worked out once per file; left: how many more may be (a hostile expression nests and
-    repeats without end: what is past that is shown)."""
-    if isinstance(layer, Ref):
-        if layer.num not in pdf.layers_shown:
-            pdf.layers_shown[layer.num] = shown_as(pdf, pdf.get(layer), left, depth) and layer.num not in pdf.layers_off
-        return pdf.layers_shown[layer.num]
-    left[0] -= 1
-    if left[0] < 0 or depth > PDF_MAX_FORMS or not isinstance(layer, (dict, list)):
+def members_shown(pdf, member):
+    """Return whether a membership dictionary's layers (/OCGs, a list or one) are as its policy (/P) wants them."""
+    listed = member.get("OCGs")
+    if isinstance(listed, Ref):
+        return pdf.layers.get(listed.num, True)
+    states = [pdf.layers[ref.num] for ref in listed if isinstance(ref, Ref) and ref.num in pdf.layers] \
+        if isinstance(listed, list) else None  # (of the layers listed in the catalog)
+    policy = pdf.get(member.get("P"))
+    if states is None or isinstance(policy, str) and policy not in ("AnyOn", "AllOn", "AnyOff", "AllOff"):
         return True
-    if isinstance(layer, list):  # an expression
-        terms = [shown_as(pdf, term, left, depth + 1) for term in layer[1:]]
-        operator = pdf.get(layer[0]) if layer else None
-        return (not terms[0] if terms else True) if operator == "Not" else all(terms) if operator == "And" else any(terms) or not terms
-    if "VE" in layer:
-        return shown_as(pdf, layer["VE"], left, depth + 1)
-    if "OCGs" in layer:  # a membership dictionary: its layers, and whether any or all must be on or off
-        members = pdf.get(layer["OCGs"])  # (a list, or one layer)
-        shown = [shown_as(pdf, member, left, depth + 1) for member in (members if isinstance(members, list) else [layer["OCGs"]])]
-        policy = pdf.get(layer.get("P"))
-        return not shown or (all(shown) if policy == "AllOn" else not all(shown) if policy == "AnyOff"
-                             else not any(shown) if policy == "AllOff" else any(shown))
-    return True  # (a layer: the reference to it says whether it is off)
+    return all(states) if policy == "AllOn" else not any(states) if policy == "AllOff" else \
+        not all(states) if policy == "AnyOff" else any(states)
 
 
-def layers_off(pdf):
-    """Return the object numbers of the layers that the default configuration turns off: all but those it
-    turns on where its BaseState is OFF, and those it turns off (ISO 32000-1 8.11.4.3)."""
+def expression_shown(pdf, expression, left, depth=0):
+    """Return whether a visibility expression is true: a layer, or [/Not e], [/And e ...], [/Or e ...]; left:
+    how many more terms may be read (what a hostile expression has past them is true)."""
+    if isinstance(expression, Ref) and expression.num in pdf.layers:
+        return pdf.layers[expression.num]
+    left[0], expression = left[0] - 1, pdf.get(expression)
+    if left[0] < 0 or depth > PDF_MAX_DEPTH or not isinstance(expression, list) or not expression:
+        return True
+    operator, terms = pdf.get(expression[0]), expression[1:]
+    if operator == "Not":
+        return not expression_shown(pdf, terms[0], left, depth + 1) if len(terms) == 1 else True
+    if operator in ("And", "Or"):
+        terms = itertools.takewhile(lambda _: left[0] >= 0, terms)  # (none read once the terms are spent)
+        shown = (expression_shown(pdf, term, left, depth + 1) for term in terms)
+        return all(shown) if operator == "And" else any(shown)
+    return True
+
+
+def layer_states(pdf):
+    """Return {object number: on} of the layers the catalog lists (/OCProperties /OCGs), as the default
+    configuration (/D) sets them: all on, or off where its BaseState is OFF, then those of its ON list on and
+    of its OFF list off (each list read to its first entry that is not a layer); {} for a file without."""
     get = pdf.get
     try:
-        layers = get(get(pdf.trailer.get("Root")).get("OCProperties"))
-        default = get(layers.get("D"))
-        numbers = lambda refs: {ref.num for ref in (refs if isinstance(refs, list) else []) if isinstance(ref, Ref)}
-        off = numbers(get(layers.get("OCGs"))) - numbers(get(default.get("ON"))) if get(default.get("BaseState")) == "OFF" else set()
-        return off | numbers(get(default.get("OFF")))
+        catalog = get(get(pdf.trailer.get("Root")).get("OCProperties"))
+        default = get(catalog.get("D"))
+        listed = itertools.takewhile(lambda ref: isinstance(ref, Ref) and isinstance(get(ref), dict), get(catalog.get("OCGs")))
+        states = dict.fromkeys((ref.num for ref in listed), get(default.get("BaseState")) != "OFF")
+        for key, state in (("ON", True), ("OFF", False)):
+            turned = get(default.get(key))
+            turned = itertools.takewhile(lambda ref: isinstance(ref, Ref) and ref.num in states, turned if isinstance(turned, list) else [])
+            states.update((ref.num, state) for ref in list(turned))
+        return states
     except (AttributeError, TypeError):  # (no layers, or none that can be read: all are shown)
-        return set()
+        return {}
 
 
 def actual_text_bytes(drawing, properties):

@@ -5446,6 +5446,11 @@ class PdfTextTest(unittest.TestCase):
             self.assertEqual(read, text_of(objects))
         self.assertEqual(read, (["ABC DEF\n\nIHG\n\nJKLMN\n\n東京都\n\nP S"], ""))
         self.assertEqual(fused.call_count, 8)  # (a run ends before a literal string, and after a BDC, an EMC, a Tj)
+        for wrong in (b"/X Tc", b"(x) Tw", b"/F1 /X Tf"):  # (a spacing or a size that is no number: skipped, as one by one)
+            with self.subTest(wrong):
+                page = one_page(b"BT /F1 10 Tf %s 72 700 Td <41> Tj " % wrong + steps([b"42"]) + b"ET BT /F1 10 Tf 0 Tc 0 Tw "
+                                b"72 600 Td (after) Tj ET")
+                self.assertEqual(text_of(page), (["after"], ""))
         checks = []
         for count in (10, 10_000):  # (a run is timed, as the loop's steps are: every 4,096)
             with mock.patch.object(rag.PdfFile, "check_time", autospec=True) as checked:
@@ -5563,7 +5568,7 @@ class PdfTextTest(unittest.TestCase):
         objects = one_page(content, info=resources, extra=layers)
         objects[2] = objects[2].replace(b"/Contents", b"/Annots[12 0 R]/Contents")
         catalog = b"<</Type/Catalog/Pages 2 0 R/OCProperties<</OCGs[6 0 R 7 0 R]/D<<%s>>>>>>"
-        words = lambda: (" ".join(" ".join(text_of(objects)[0]).split()), text_of(objects)[1])
+        words = lambda: (lambda read: (" ".join(" ".join(read[0]).split()), read[1]))(text_of(objects))
         cases = [(b"/OFF[7 0 R]", "on not off form on after"),
                  (b"/BaseState/OFF/ON[6 0 R]", "on not off form on after"),
                  (b"/BaseState/OFF", "not off form on after"),
@@ -5577,6 +5582,19 @@ class PdfTextTest(unittest.TestCase):
         objects[7] = b"<</Type/OCMD/VE 8 0 R>>"  # (an expression that is itself: shown)
         objects[8] = b"<</Type/OCMD/VE[/Or %s]>>" % b" ".join([b"[/And 7 0 R 9 0 R]"] * 5000)  # (too many terms: shown)
         self.assertEqual(words(), ("on all not off form on after", ""))
+        objects[0] = b"<</Type/Catalog/Pages 2 0 R>>"  # (no layers in the file: all is shown, as poppler shows it)
+        self.assertEqual(words()[0], "on off inner form on all not off one form off after left open note")
+        # As poppler reads them: a layer the catalog does not list is on, the OFF list ends at its first entry that
+        # is not a listed layer, a membership dictionary is one of /Type /OCMD, and properties written inline
+        # are no layer; one written in the resources is worked out once for all its sequences.
+        objects[0] = b"<</Type/Catalog/Pages 2 0 R/OCProperties<</OCGs[6 0 R]/D<</OFF[7 0 R 6 0 R]>>>>>>"
+        objects[4] = stream(b"", b"BT /F1 10 Tf 72 700 Td /OC /off BDC (a ) Tj EMC /OC<</Type/OCMD/OCGs 6 0 R>>BDC (b ) Tj "
+                            b"EMC /OC /direct BDC (c ) Tj EMC /OC /direct BDC (d ) Tj EMC /OC /untyped BDC (e) Tj EMC ET")
+        objects[2] = objects[2].replace(b"/one 14 0 R", b"/one 14 0 R/direct<</Type/OCMD/VE[/Not 6 0 R]>>/untyped<</OCGs 7 0 R>>")
+        objects[0] = objects[0].replace(b"/OFF[7 0 R 6 0 R]", b"/BaseState/OFF/ON[7 0 R 6 0 R]")
+        with mock.patch.object(rag, "expression_shown", wraps=rag.expression_shown) as worked_out:
+            self.assertEqual(words()[0], "a b c d e note")  # (6 stays off: 7 is not a listed layer)
+        self.assertEqual(worked_out.call_count, 2)  # (its expression and its one term, for c; none for d)
         objects[0], objects[4] = catalog % b"/OFF[7 0 R]", stream(b"", b"/OC /off BDC BT /F1 10 Tf 72 700 Td (off) Tj ET EMC")
         with self.assertRaisesRegex(rag.RagError, "^its text is all in layers that viewers hide: turn them on"):
             text_of(objects)  # (not "a scan?")
