@@ -6873,7 +6873,7 @@ def draw_glyph_with_text(state, operands, m, drawing):
 def draw_glyph_steps(state, operands, m, drawing):
     """Run a Td (operands) and the glyphs after it that GLYPH_STEP matched (m), each a hex string shown (Tj)
     and a step on to the next (Td); return where they end. Chrome (Skia) draws every glyph so, page after
-    page: here a line's glyphs are placed as one show (a step up or down starts a line)."""
+    page: here a line's glyphs are drawn at once (draw_line_of_glyphs; a step up or down starts a line)."""
     lines = [[None, m[1]]]  # each: the step that starts it (None: the Td of operands), a glyph, a step along, a glyph...
     for count in itertools.count(1):
         if m[2] is None:
@@ -6905,7 +6905,8 @@ def draw_line_of_glyphs(state, glyphs, steps, drawing):
         pieces = None
     if pieces is None:
         for number, glyph in enumerate(glyphs):
-            move_line(state, (steps[number - 1], 0), drawing) if number else None
+            if number:
+                move_line(state, (steps[number - 1], 0), drawing)
             try:
                 show(state, [hex_string(glyph)], drawing)
             except WRONG_OPERANDS:
@@ -7244,8 +7245,10 @@ def layer_shown(pdf, layer):
         return True
     if pdf.layers is None:
         pdf.layers = layer_states(pdf)
-    if not pdf.layers or isinstance(layer, Ref) and layer.num in pdf.layers:
-        return pdf.layers.get(layer.num, True) if isinstance(layer, Ref) else True
+    if not pdf.layers:  # (a file without layers shows all)
+        return True
+    if isinstance(layer, Ref) and layer.num in pdf.layers:
+        return pdf.layers[layer.num]
     key = layer.num if isinstance(layer, Ref) else id(layer)  # (a dictionary written inline: kept, its id stays its own)
     if key not in pdf.layers_shown:
         member, left = pdf.get(layer), [PDF_MAX_LAYERS]
@@ -7699,8 +7702,8 @@ def draw_annotations(pdf, page, drawn):
     for annotation in get(page.get("Annots")) or []:
         annotation = get(annotation)
         try:
-            if int(get(annotation.get("F", 0))) & 34 or not layer_shown(pdf, annotation.get("OC")):  # hidden (2),
-                continue                                                                    # not shown (32)
+            if int(get(annotation.get("F", 0))) & 34 or not layer_shown(pdf, annotation.get("OC")):
+                continue  # (hidden (2) or not to be shown (32), or in a layer that viewers hide)
             appearance = get(get(annotation.get("AP")).get("N"))
             if isinstance(appearance, dict):  # one appearance per state, as a check box has
                 appearance = get(appearance.get(get(annotation.get("AS"))))
