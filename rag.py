@@ -5482,6 +5482,7 @@ PDF_MAX_INFLATED = 128 * 2**20  # bytes decompressed per file, all streams toget
 PDF_PAGE_INFLATED = 2**20       # a page: stops "zip bombs" (a page's content takes 5 to 50 KB)
 PDF_MAX_DEPTH = 32              # arrays and dictionaries inside each other, references being followed
                                 # at once (real files: under 10)
+PDF_GLYPH_RUN = 4096            # glyphs drawn step by step (Chrome's) that are placed at once, at most
 PDF_MAX_LAYERS = 1000          # layers and terms one optional content expression may name, at most
 PDF_MAX_FORMS = 8               # forms (XObjects) drawn inside forms; real files use 2 or 3
 PDF_MAX_SPANS = 200000          # spans on one page; a dense page drawn glyph by glyph has 6,000
@@ -6873,27 +6874,26 @@ def draw_glyph_with_text(state, operands, m, drawing):
 def draw_glyph_steps(state, operands, m, drawing):
     """Run a Td (operands) and the glyphs after it that GLYPH_STEP matched (m), each a hex string shown (Tj)
     and a step on to the next (Td); return where they end. Chrome (Skia) draws every glyph so, page after
-    page: here a line's glyphs are drawn at once (draw_line_of_glyphs; a step up or down starts a line)."""
-    lines = [[None, m[1]]]  # each: the step that starts it (None: the Td of operands), a glyph, a step along, a glyph...
-    for count in itertools.count(1):
-        if m[2] is None:
-            break
-        step, m = (float(m[2]), float(m[3])), GLYPH_STEP.match(m.string, m.end())
-        if step[1] == 0:
-            lines[-1] += [step[0], m[1]]
-        else:  # (up or down: another line)
-            lines.append([step, m[1]])
-        if count % 4096 == 0:
-            drawing.pdf.check_time()
+    page: here a line's glyphs are drawn at once (draw_line_of_glyphs), a line ending where a step goes up or
+    down, or after PDF_GLYPH_RUN glyphs (a hostile run is drawn, and timed, a part at a time)."""
     try:
         move_line(state, operands, drawing)
     except WRONG_OPERANDS:
         pass  # (skipped, as the loop skips it)
-    for line in lines:
-        if line[0]:
-            move_line(state, line[0], drawing)
-        draw_line_of_glyphs(state, line[1::2], line[2::2], drawing)
-    return m.end()
+    glyphs, steps = [m[1]], []  # (the line's glyphs, and the steps along it between them)
+    while True:
+        step = m[2] is not None and (float(m[2]), float(m[3]))
+        end, m = m.end(), GLYPH_STEP.match(m.string, m.end()) if step else m
+        if step and step[1] == 0 and len(glyphs) < PDF_GLYPH_RUN:
+            glyphs.append(m[1])
+            steps.append(step[0])
+            continue
+        draw_line_of_glyphs(state, glyphs, steps, drawing)
+        drawing.pdf.check_time()
+        if not step:
+            return end
+        move_line(state, step, drawing)
+        glyphs, steps = [m[1]], []
 
 
 def draw_line_of_glyphs(state, glyphs, steps, drawing):
@@ -7245,16 +7245,16 @@ def layer_shown(pdf, layer):
         return True
     if pdf.layers is None:
         pdf.layers = layer_states(pdf)
-    if not pdf.layers:  # (a file without layers shows all)
+    if pdf.layers is False:  # (a file without layers shows all)
         return True
     if isinstance(layer, Ref) and layer.num in pdf.layers:
         return pdf.layers[layer.num]
     key = layer.num if isinstance(layer, Ref) else id(layer)  # (a dictionary written inline: kept, its id stays its own)
     if key not in pdf.layers_shown:
         member, left = pdf.get(layer), [PDF_MAX_LAYERS]
-        expression = pdf.get(member.get("VE")) if isinstance(member, dict) else None
-        shown = (not isinstance(member, dict) or pdf.get(member.get("Type")) != "OCMD" or
-                 (expression_shown(pdf, expression, left) if isinstance(expression, list) else members_shown(pdf, member)))
+        expression = member.get("VE") if isinstance(member, dict) else None
+        shown = (not isinstance(member, dict) or pdf.get(member.get("Type")) != "OCMD" or (expression_shown(
+            pdf, expression, left) if isinstance(pdf.get(expression), list) else members_shown(pdf, member)))
         pdf.layers_shown[key] = (shown or left[0] < 0, layer)  # (an expression too long to read: shown)
     return pdf.layers_shown[key][0]
 
@@ -7275,9 +7275,17 @@ def members_shown(pdf, member):
 
 def expression_shown(pdf, expression, left, depth=0):
     """Return whether a visibility expression is true: a layer, or [/Not e], [/And e ...], [/Or e ...]; left:
-    how many more terms may be read (what a hostile expression has past them is true)."""
-    if isinstance(expression, Ref) and expression.num in pdf.layers:
-        return pdf.layers[expression.num]
+    how many more terms may be read (what a hostile expression has past them is true). One referenced (shared
+    by many membership dictionaries, say) is worked out once per file, unless its terms ran out."""
+    if isinstance(expression, Ref):
+        if expression.num in pdf.layers:
+            return pdf.layers[expression.num]
+        if ("VE", expression.num) not in pdf.layers_shown:
+            shown = expression_shown(pdf, pdf.get(expression), left, depth)
+            if left[0] < 0:
+                return shown
+            pdf.layers_shown["VE", expression.num] = (shown, None)
+        return pdf.layers_shown["VE", expression.num][0]
     left[0], expression = left[0] - 1, pdf.get(expression)
     if left[0] < 0 or depth > PDF_MAX_DEPTH or not isinstance(expression, list) or not expression:
         return True
@@ -7294,12 +7302,15 @@ def expression_shown(pdf, expression, left, depth=0):
 def layer_states(pdf):
     """Return {object number: on} of the layers the catalog lists (/OCProperties /OCGs), as the default
     configuration (/D) sets them: all on, or off where its BaseState is OFF, then those of its ON list on and
-    of its OFF list off (each list read to its first entry that is not a layer); {} for a file without."""
+    of its OFF list off (each list read to its first entry that is not a layer); False for a file without
+    (no list, no configuration: all is shown), and {} for one whose list has none."""
     get = pdf.get
     try:
         catalog = get(get(pdf.trailer.get("Root")).get("OCProperties"))
-        default = get(catalog.get("D"))
-        listed = itertools.takewhile(lambda ref: isinstance(ref, Ref) and isinstance(get(ref), dict), get(catalog.get("OCGs")))
+        listed, default = get(catalog.get("OCGs")), get(catalog.get("D"))
+        if not isinstance(listed, list) or not isinstance(default, dict):
+            return False
+        listed = itertools.takewhile(lambda ref: isinstance(ref, Ref) and isinstance(get(ref), dict), listed)
         states = dict.fromkeys((ref.num for ref in listed), get(default.get("BaseState")) != "OFF")
         for key, state in (("ON", True), ("OFF", False)):
             turned = get(default.get(key))
@@ -7307,7 +7318,7 @@ def layer_states(pdf):
             states.update((ref.num, state) for ref in list(turned))
         return states
     except (AttributeError, TypeError):  # (no layers, or none that can be read: all are shown)
-        return {}
+        return False
 
 
 def actual_text_bytes(drawing, properties):
@@ -7702,6 +7713,7 @@ def draw_annotations(pdf, page, drawn):
     for annotation in get(page.get("Annots")) or []:
         annotation = get(annotation)
         try:
+            pdf.check_time()
             if int(get(annotation.get("F", 0))) & 34 or not layer_shown(pdf, annotation.get("OC")):
                 continue  # (hidden (2) or not to be shown (32), or in a layer that viewers hide)
             appearance = get(get(annotation.get("AP")).get("N"))

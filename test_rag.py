@@ -5446,6 +5446,8 @@ class PdfTextTest(unittest.TestCase):
             self.assertEqual(read, text_of(objects))
         self.assertEqual(read, (["ABC DEF\n\nIHG\n\nJKLMN\n\n東京都\n\nP S"], ""))
         self.assertEqual(fused.call_count, 8)  # (a run ends before a literal string, and after a BDC, an EMC, a Tj)
+        with mock.patch.object(rag, "PDF_GLYPH_RUN", 2):  # (a long run is drawn a part at a time: the same text)
+            self.assertEqual(text_of(objects), read)
         for wrong in (b"/X Tc", b"(x) Tw", b"/F1 /X Tf"):  # (a spacing or a size that is no number: skipped, as one by one)
             with self.subTest(wrong):
                 page = one_page(b"BT /F1 10 Tf %s 72 700 Td <41> Tj " % wrong + steps([b"42"]) + b"ET BT /F1 10 Tf 0 Tc 0 Tw "
@@ -5595,6 +5597,11 @@ class PdfTextTest(unittest.TestCase):
         with mock.patch.object(rag, "expression_shown", wraps=rag.expression_shown) as worked_out:
             self.assertEqual(words()[0], "a b c d e note")  # (6 stays off: 7 is not a listed layer)
         self.assertEqual(worked_out.call_count, 2)  # (its expression and its one term, for c; none for d)
+        for catalog_layers, expected in ((b"/OCGs[]/D<<>>", "a b e note"), (b"/OCGs 6 0 R/D<<>>", "a b c d e note")):
+            with self.subTest(catalog_layers):  # (none listed: a membership dictionary's AnyOn is off; no list: all on)
+                objects[0] = b"<</Type/Catalog/Pages 2 0 R/OCProperties<<%s>>>>" % catalog_layers
+                objects[2] = objects[2].replace(b"/direct<</Type/OCMD/VE[/Not 6 0 R]>>", b"/direct<</Type/OCMD/OCGs[6 0 R]>>")
+                self.assertEqual(words()[0], expected)
         objects[0], objects[4] = catalog % b"/OFF[7 0 R]", stream(b"", b"/OC /off BDC BT /F1 10 Tf 72 700 Td (off) Tj ET EMC")
         with self.assertRaisesRegex(rag.RagError, "^its text is all in layers that viewers hide: turn them on"):
             text_of(objects)  # (not "a scan?")
