@@ -5578,6 +5578,20 @@ def hex_string(digits):
         return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode())
 
 
+def dictionary(items):
+    """Return a dictionary from its items, a name and its value again and again. An item where a name should
+    be (a damaged file's: "/K -5 0 R /L <<>>") is skipped, as poppler skips it, and the names after it kept."""
+    entries = dict(zip(items[::2], items[1::2])) if all(type(key) is str for key in items[::2]) else None
+    if entries is None:  # (the rare damaged one: read item by item)
+        entries, at = {}, 0
+        while at + 1 < len(items):
+            if type(items[at]) is str:
+                entries[items[at]], at = items[at + 1], at + 2
+            else:
+                at += 1
+    return entries
+
+
 def literal(data, pos):
     """Return (the literal string whose "(" ends at pos, the position after its ")"); () nest in it."""
     start, depth = pos, 1
@@ -5645,7 +5659,7 @@ def pdf_parse(data, pos=0):
             continue
         elif kind == 6 and m[6] in (b">>", b"]") and stack:
             opened, items = stack.pop()
-            value = dict(zip(items[::2], items[1::2])) if opened == b"<<" else items
+            value = dictionary(items) if opened == b"<<" else items
         elif kind == 6 and m[6] == b"(":
             value, pos = literal(data, pos)
         elif kind == 7 and m[7] in KEYWORDS:

@@ -5606,6 +5606,15 @@ class PdfTextTest(unittest.TestCase):
         with self.assertRaisesRegex(rag.RagError, "^its text is all in layers that viewers hide: turn them on"):
             text_of(objects)  # (not "a scan?")
 
+    def test_a_dictionary_with_an_item_where_a_name_should_be_is_read_past_it(self):
+        """A damaged dictionary ("/K -5 0 R": no reference, so -5, 0 and a stray R) keeps the names after the item
+        where a name should be, as poppler does: the page is read, not lost as a damaged file."""
+        for damage in (b"/K -5 0 R", b"/K -5 0 R /L <<>>", b"7"):
+            with self.subTest(damage):
+                objects = one_page(b"BT /F1 10 Tf 72 700 Td (kept) Tj ET")
+                objects[2] = objects[2].replace(b"/Parent", damage + b" /Parent")
+                self.assertEqual(text_of(objects), (["kept"], ""))
+
     def test_inline_image_bytes_are_skipped(self):
         content = b"BI /W 2 /H 2 /BPC 8 /CS /G ID \x00(Tj) Tj\xff EI BT /F1 10 Tf 72 700 Td (after) Tj ET"
         self.assertEqual(self.page(content), "after")
