@@ -5581,14 +5581,14 @@ def hex_string(digits):
 def dictionary(items):
     """Return a dictionary from its items, a name and its value again and again. An item where a name should
     be (a damaged file's: "/K -5 0 R /L <<>>") is skipped, as poppler skips it, and the names after it kept."""
-    entries = dict(zip(items[::2], items[1::2])) if all(type(key) is str for key in items[::2]) else None
-    if entries is None:  # (the rare damaged one: read item by item)
-        entries, at = {}, 0
-        while at + 1 < len(items):
-            if type(items[at]) is str:
-                entries[items[at]], at = items[at + 1], at + 2
-            else:
-                at += 1
+    if all(type(key) is str for key in items[::2]):
+        return dict(zip(items[::2], items[1::2]))
+    entries, at = {}, 0  # (the rare damaged one: read item by item)
+    while at + 1 < len(items):
+        if type(items[at]) is str:
+            entries[items[at]], at = items[at + 1], at + 2
+        else:
+            at += 1
     return entries
 
 
@@ -7282,9 +7282,8 @@ def members_shown(pdf, member):
         if isinstance(listed, list) else None  # (of the layers listed in the catalog)
     policy = pdf.get(member.get("P"))
     if states is None or isinstance(policy, str) and policy not in ("AnyOn", "AllOn", "AnyOff", "AllOff"):
-        return True
-    return all(states) if policy == "AllOn" else not any(states) if policy == "AllOff" else \
-        not all(states) if policy == "AnyOff" else any(states)
+        return True  # (no list, or a policy poppler does not know)
+    return {"AllOn": all(states), "AllOff": not any(states), "AnyOff": not all(states)}.get(policy, any(states))
 
 
 def expression_shown(pdf, expression, left, depth=0):
@@ -7326,10 +7325,10 @@ def layer_states(pdf):
             return False
         listed = itertools.takewhile(lambda ref: isinstance(ref, Ref) and isinstance(get(ref), dict), listed)
         states = dict.fromkeys((ref.num for ref in listed), get(default.get("BaseState")) != "OFF")
+        listed_layer = lambda ref: isinstance(ref, Ref) and ref.num in states
         for key, state in (("ON", True), ("OFF", False)):
             turned = get(default.get(key))
-            turned = itertools.takewhile(lambda ref: isinstance(ref, Ref) and ref.num in states, turned if isinstance(turned, list) else [])
-            states.update((ref.num, state) for ref in list(turned))
+            states.update((ref.num, state) for ref in itertools.takewhile(listed_layer, turned if isinstance(turned, list) else []))
         return states
     except (AttributeError, TypeError):  # (no layers, or none that can be read: all are shown)
         return False
