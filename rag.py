@@ -6658,6 +6658,9 @@ def parse_cmap(pdf, data):
             pdf.check_time()
             if isinstance(to, list):  # a destination for each code
                 mapping.update((low + i, utf16(t)) for i, t in enumerate(to[:high - low + 1]) if isinstance(t, bytes))
+            elif isinstance(to, bytes) and len(to) == 2 and one_character_each(as_int(to), as_int(to) + high - low):
+                start = as_int(to)  # (a map of all 65,536 codes, as Haru writes: 20 times faster)
+                mapping.update(zip(range(low, high + 1), map(chr, range(start, start + high - low + 1))))
             elif isinstance(to, bytes):  # the first code's text; the next codes count up from it
                 start, size = as_int(to), max(len(to), 1)
                 texts = (((start + c - low) % 256 ** size).to_bytes(size, "big") for c in range(low, high + 1))
@@ -6666,6 +6669,12 @@ def parse_cmap(pdf, data):
                 mapping.update((c, to + c - low) for c in range(low, high + 1))
         pdf.check_time()
     return tuple(ranges) or ((2, 0, 0xFFFF),), mapping
+
+
+def one_character_each(first, last):
+    """True when the 2-byte texts first to last are each one character: no surrogate among them (which
+    alone is no text), no count past FFFF (which starts again at 0000)."""
+    return last < 0xD800 or 0xE000 <= first and last <= 0xFFFF
 
 
 NO_TEXT = "\uffff"  # a noncharacter, never in text: a code that a font gives no text (one it maps to U+FFFD,
