@@ -4973,6 +4973,14 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = font
         self.assertEqual(text_of(objects)[0], ["Headdf\u00d8😀"])
 
+    def test_to_unicode_ranges_counting_into_surrogates_or_past_ffff(self):
+        """A range's texts count up from its first: a surrogate alone is no text, and FFFF is followed by 0000."""
+        cmap = (b"begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange 3 beginbfrange "
+                b"<0001> <0003> <D7FF> <0010> <0012> <FFFE> <0020> <0022> <0061> endbfrange endcmap")
+        ranges, mapping = rag.parse_cmap(rag.PdfFile(write_pdf(one_page(HELLO))), cmap)
+        self.assertEqual([mapping[code] for code in (1, 2, 3, 0x10, 0x11, 0x12, 0x20, 0x21, 0x22)],
+                         ["\ud7ff", "", "", "\ufffe", "\uffff", "\x00", "a", "b", "c"])
+
     def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
         ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
         encoding = ranges + b"1 begincidrange <00> <80> 0 endcidrange 1 begincidrange <8140> <9FFC> 200 endcidrange endcmap"
