@@ -6228,6 +6228,23 @@ GLYPH_NAMES.update(zip(*[iter((  # and the other common ones of the Adobe Glyph 
     "brokenbar ¦ macron ¯ acute ´ cedilla ¸ dieresis ¨ ring ˚ tilde ˜ circumflex ˆ caron ˇ breve ˘ "
     "dotaccent ˙ ogonek ˛ hungarumlaut ˝ ff ff fi fi fl fl ffi ffi ffl ffl").split())] * 2),
     nbspace=" ", nonbreakingspace=" ", sfthyphen="-", softhyphen="-")
+GLYPH_NAMES.update(zip(*[iter((  # and those of mathematics: the Symbol font's and TeX's (Adobe's list, then TeX's)
+    "universal ∀ existential ∃ suchthat ∋ owner ∋ asteriskmath ∗ congruent ≅ similar ∼ similarequal ≃ "
+    "approxequal ≈ equivalence ≡ equivasymptotic ≍ notequal ≠ lessequal ≤ greaterequal ≥ lessmuch ≪ "
+    "greatermuch ≫ precedes ≺ follows ≻ precedesequal ⪯ followsequal ⪰ proportional ∝ partialdiff ∂ "
+    "gradient ∇ nabla ∇ product ∏ coproduct ∐ summation ∑ radical √ dotmath ⋅ minusplus ∓ logicaland ∧ "
+    "logicalor ∨ perpendicular ⊥ latticetop ⊤ turnstileleft ⊢ turnstileright ⊣ element ∈ notelement ∉ "
+    "emptyset ∅ propersubset ⊂ propersuperset ⊃ reflexsubset ⊆ reflexsuperset ⊇ notsubset ⊄ "
+    "subsetsqequal ⊑ supersetsqequal ⊒ unionmulti ⊎ unionsq ⊔ intersectionsq ⊓ wreathproduct ≀ "
+    "circleplus ⊕ circleminus ⊖ circlemultiply ⊗ circledivide ⊘ circledot ⊙ diamondmath ⋄ openbullet ◦ "
+    "triangle △ triangleinv ▽ lozenge ◊ aleph ℵ Ifraktur ℑ Rfraktur ℜ Ifractur ℑ Rfractur ℜ weierstrass ℘ "
+    "minute ′ second ″ prime ′ bardbl ‖ angleleft 〈 angleright 〉 angbracketleft 〈 angbracketright 〉 "
+    "floorleft ⌊ floorright ⌋ ceilingleft ⌈ ceilingright ⌉ carriagereturn ↵ mapsto ↦ arrowleft ← "
+    "arrowright → arrowup ↑ arrowdown ↓ arrowboth ↔ arrowbothv ↕ arrownortheast ↗ arrowsoutheast ↘ "
+    "arrownorthwest ↖ arrowsouthwest ↙ arrowdblleft ⇐ arrowdblright ⇒ arrowdblup ⇑ arrowdbldown ⇓ "
+    "arrowdblboth ⇔ arrowdblbothv ⇕ club ♣ diamond ♦ heart ♥ spade ♠ theta1 ϑ phi1 ϕ omega1 ϖ sigma1 ς "
+    "Upsilon1 ϒ registerserif ® copyrightserif © trademarkserif ™ registersans ® copyrightsans © "
+    "trademarksans ™").split())] * 2))
 ACCENTS = {"grave": "\u0300", "acute": "\u0301", "circumflex": "\u0302", "tilde": "\u0303", "macron": "\u0304",
            "breve": "\u0306", "dotaccent": "\u0307", "dieresis": "\u0308", "ring": "\u030a", "caron": "\u030c",
            "hungarumlaut": "\u030b", "commaaccent": "\u0326", "cedilla": "\u0327", "ogonek": "\u0328"}
@@ -6256,7 +6273,7 @@ def glyph_text(glyph):
         return letter if len(letter) == 1 else ""
     for character in (glyph, f"greek {'capital' if glyph[0].isupper() else 'small'} letter {glyph}"):
         try:  # "infinity", "Omega": names the Unicode character names spell out
-            return unicodedata.lookup(character.replace("lambda", "lamda"))
+            return unicodedata.lookup(character.lower().replace("lambda", "lamda"))
         except KeyError:
             continue
     return ""
@@ -6483,6 +6500,8 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
             table = cff_encoding(pdf.decode(compact), names)
         except (IndexError, ValueError, KeyError, TypeError):  # a damaged program: the standard encoding is a guess
             table = None
+    if table is None and SYMBOL_FONT.match(str(get(font.get("BaseFont")))):
+        table = SYMBOL_ENCODING  # Adobe's Symbol (or a copy of it, as URW's StandardSymL) has its own encoding
     if table is None and re.search("Symbol|Dingbat|Wingding|Webding", str(get(font.get("BaseFont")))):
         table = {}  # pictures, not letters: with no map, its text cannot be known
     if table is None:
@@ -6501,6 +6520,13 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
         table[code] = "" if name == ".notdef" else read.get(code, NO_TEXT)
     return table
 
+
+# The Symbol font's own encoding (ISO 32000-1 D.5), codes 32 to 126 and 160 to 254: Greek and mathematics.
+# "\0": no glyph, or a piece of a larger one (a tall bracket or integral drawn in parts), which is no text.
+SYMBOL_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:Symbol(?:MT)?|StandardSymL)(?![A-Za-z])")  # (not OpenSymbol)
+SYMBOL_ENCODING = {code: "" if character == "\0" else character for code, character in zip([*range(32, 127), *range(160, 255)], (
+    " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\0αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼"
+    "€ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…\0\0↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑" + "\0" * 11 + "〉∫" + "\0" * 12))}
 
 # Producers that turned TrueType fonts into Type 1 or Type 3 (Ghostscript-based printers, Distiller, report
 # writers; TeX's bitmap fonts too) may name glyphs by number: "G37", "g0041", "glyph12", "index0x1F", "a65",

@@ -4922,12 +4922,21 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual([rag.glyph_text(g) for g in ("", ".notdef", "g123", "alpha", "Omega", "lambda")],
                          ["", "", "", "α", "Ω", "λ"])
 
-    def test_symbol_font_without_a_map_is_left_out_with_a_warning(self):
-        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf (abg) Tj ET", fonts=b"/F1 4 0 R/F2 6 0 R",
-                           extra=[b"<</Type/Font/Subtype/Type1/BaseFont/Symbol>>"])
+    def test_glyph_names_of_mathematics(self):
+        self.assertEqual([rag.glyph_text(g) for g in ("arrowright", "lessequal", "element", "Lambda", "summation",
+                                                      "theta1", "registersans", "perpendicular", "parenlefttp")],
+                         ["→", "≤", "∈", "Λ", "∑", "ϑ", "®", "⊥", ""])
+
+    def test_symbol_font_is_read_by_its_own_encoding_and_dingbats_are_left_out_with_a_warning(self):
+        """Symbol's codes are Greek and mathematics (a: alpha, 0xB1: plus-minus); ZapfDingbats draws pictures."""
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Hi) Tj /F2 10 Tf ( abg \\261\\256\\243) Tj /F3 10 Tf (34) Tj ET",
+                           fonts=b"/F1 4 0 R/F2 6 0 R/F3 7 0 R", extra=[
+                               b"<</Type/Font/Subtype/Type1/BaseFont/Symbol>>",
+                               b"<</Type/Font/Subtype/Type1/BaseFont/ZapfDingbats>>"])
         pages, warned = text_of(objects)
-        self.assertEqual(pages, ["Hi"])
-        self.assertIn("Symbol", warned)
+        self.assertEqual(pages, ["Hi \u03b1\u03b2\u03b3 \u00b1\u2192\u2264"])  # (Greek small alpha, beta, gamma)
+        self.assertIn("ZapfDingbats", warned)
+        self.assertNotIn("Symbol", warned)
 
     def test_numbered_glyphs_of_tex_and_report_writers_type3_fonts(self):
         """TeX's bitmap fonts name glyphs "a" and their code (below 32: TeX's T1 ligatures and dashes);
