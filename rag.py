@@ -7836,10 +7836,15 @@ def page_list(pdf):
         ref, resources = todo.pop()
         if isinstance(ref, Ref) and (ref.num in seen or seen.add(ref.num)):
             continue
-        node = pdf.get(ref)
+        try:
+            node = pdf.get(ref)
+            kids = pdf.get(node.get("Kids")) if isinstance(node, dict) else None
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
+            pages.append((None, resources))  # a damaged page: said to be (by page_text), and the pages after
+            continue                          # keep their numbers; the file's other pages are read
         if not isinstance(node, dict):
             continue
-        resources, kids = node.get("Resources", resources), pdf.get(node.get("Kids"))
+        resources = node.get("Resources", resources)
         if isinstance(kids, list) and node.get("Type") != "Page":
             todo += [(kid, resources) for kid in reversed(kids)]
         elif node.get("Type") == "Page" or "Contents" in node:

@@ -5730,6 +5730,17 @@ class PdfHostileFilesTest(unittest.TestCase):
         objects[4] = b"<</Length 6 0 R>>stream\nBT /F1 10 Tf 72 700 Td (ok) Tj ET\nendstream"  # 6 -> 7 -> 6
         self.assertEqual(text_of(objects)[0], ["ok"])
 
+    def test_a_damaged_page_object_costs_its_page_not_the_file(self):
+        """A page dictionary that cannot be parsed ("/M<diaBox": no hex string) is a page that could not be read;
+        the pages after it keep their numbers (was: the whole file lost as 'a damaged PDF')."""
+        data = pages_pdf([b"BT /F1 10 Tf 72 700 Td (first) Tj ET", b"BT /F1 10 Tf 72 700 Td (second) Tj ET",
+                          b"BT /F1 10 Tf 72 700 Td (third) Tj ET"])
+        data = data.replace(b"/MediaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R>>>>/Contents 7 0 R",
+                            b"/M<diaBox[0 0 612 792]/Resources<</Font<</F1 3 0 R>>>>/Contents 7 0 R")
+        pages, warned = quiet_pages(data)
+        self.assertEqual(pages, ["first", "", "third"])
+        self.assertIn("p. 2", warned)
+
     def test_predictor_rows_wider_than_the_data_are_refused_not_allocated(self):
         reader = rag.PdfFile(write_pdf(one_page(HELLO)))
         with self.assertRaises(ValueError):  # was: 2 GB allocated for one row
