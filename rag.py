@@ -6735,7 +6735,7 @@ def one_character_each(first, last):
 
 
 NO_TEXT = "\uffff"  # a noncharacter, never in text: a code that a font gives no text (one it maps to U+FFFD,
-                    # the replacement character, has text, if none worth keeping; both are left out)
+                    # the replacement character, has text, if none worth keeping: left out; see PDF_CLEAN)
 
 
 def show_codes(font, string):
@@ -7489,7 +7489,9 @@ def font_of(pdf, fonts, font_name):
 # other. A line spacing clearly wider than usual, or a new font size, starts a paragraph.
 # ---------------------------------------------------------------------------------------------------
 
-PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: None, 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
+# A glyph with no text (NO_TEXT) parts the words beside it, as a space: most often it is one (macOS's Quartz
+# leaves the space out of a font's map: "OverviewoftheModel" was read where a viewer shows the spaces).
+PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: " ", 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
          0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st", **dict.fromkeys(range(10)), **dict.fromkeys(range(11, 32)),
          **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0x2F00, 0x2FD6)}}  # Kangxi radicals: 日
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own pictures, as Word's bullets

@@ -4995,6 +4995,14 @@ class PdfFontsTest(unittest.TestCase):
         self.assertEqual([mapping[code] for code in (1, 2, 3, 0x10, 0x11, 0x12, 0x20, 0x21, 0x22)],
                          ["\ud7ff", "", "", "\ufffe", "\uffff", "\x00", "a", "b", "c"])
 
+    def test_a_glyph_without_text_parts_words_as_a_space(self):
+        """macOS's Quartz maps a font's letters but not its space (code 2 here): the words stay apart."""
+        cmap = (b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange 2 beginbfrange <61> <7A> <0061> "
+                b"<4F> <4F> <004F> endbfrange endcmap")
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Overview\\002of\\002the) Tj ET", extra=[stream(b"", cmap)])
+        objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/ABCDEF+Cambria/ToUnicode 6 0 R>>"
+        self.assertEqual(text_of(objects)[0], ["Overview of the"])
+
     def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
         ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
         encoding = ranges + b"1 begincidrange <00> <80> 0 endcidrange 1 begincidrange <8140> <9FFC> 200 endcidrange endcmap"
