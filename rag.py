@@ -8080,6 +8080,10 @@ def zip_reader(data, path):
         archive = zipfile.ZipFile(io.BytesIO(data))
         listed = sum(member.file_size for member in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        if data[:8] == bytes.fromhex("D0CF11E0A1B11AE1"):  # a Compound File: Office's own encryption wraps the
+            raise RagError("encrypted with a password: open it in its program and save a copy without one"  # zip in one
+                           if "EncryptedPackage".encode("utf-16-le") in data else "an Office 97-2003 file with a "
+                           "newer name: open it in its program and save it in the newer format") from None
         raise RagError(f"not a zip archive, or a truncated one ({e})") from None
     if listed > ZIP_MAX_TOTAL_BYTES:
         raise RagError(f"would unpack to {size_text(listed)}, more than the {size_text(ZIP_MAX_TOTAL_BYTES)} rag.py "

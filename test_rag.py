@@ -6405,6 +6405,16 @@ class OfficeHostileInputTest(unittest.TestCase):
             with self.subTest(name):
                 self.assertRefused(rag.read_docx, data, "not a zip archive")
 
+    def test_an_encrypted_or_older_office_file_is_told_as_such(self):
+        """Office's own encryption wraps the zip in a Compound File (as a 97-2003 file is one), with an
+        EncryptedPackage stream; said so, not 'not a zip archive'."""
+        head = bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504)
+        for name, data, pattern in (("encrypted", head + "EncryptedPackage".encode("utf-16-le"), "encrypted with a password"),
+                                    ("97-2003", head + "WordDocument".encode("utf-16-le"), "Office 97-2003 file")):
+            for suffix, reader in OFFICE_READERS.items():
+                with self.subTest(name, suffix=suffix):
+                    self.assertRefused(reader, data, pattern)
+
     def test_every_reader_refuses_a_non_zip(self):
         for suffix, reader in OFFICE_READERS.items():
             with self.subTest(suffix):
