@@ -6425,6 +6425,8 @@ def composite_font(pdf, font, text):
         widths = {code: widths[cid] for code, cid in cids.items() if cid in widths}
     default = float(get(descendant.get("DW", 1000))) / 1000
     named = named_cmap(encoding) if isinstance(encoding, str) else None
+    descriptor = get(descendant.get("FontDescriptor"))
+    program = get(descriptor.get("FontFile2")) if isinstance(descriptor, dict) else None  # (a TrueType font)
     system = get(descendant.get("CIDSystemInfo"))
     ordering = get(system.get("Ordering")) if isinstance(system, dict) else None  # (a string)
     ordering = ordering.decode("latin-1") if isinstance(ordering, bytes) else ordering
@@ -6434,7 +6436,66 @@ def composite_font(pdf, font, text):
     elif not text and ordering in CID_TABLES and (cids or encoding in (None, "Identity-H", "Identity-V")):
         collection = cid_text(ordering)  # the codes are CIDs of an Adobe collection, or map to them
         text = {code: collection[cid] for code, cid in cids.items() if cid in collection} if cids else collection
+    elif not text and isinstance(program, Stream) and (cids or encoding in (None, "Identity-H", "Identity-V")):
+        glyphs = glyph_numbers(pdf, get(descendant.get("CIDToGIDMap")))  # CID -> glyph (None: the same number)
+        unicodes = truetype_unicodes(pdf, program)  # glyph -> text, by the embedded font's own map
+        cids = cids or {cid: cid for cid in (unicodes if glyphs is None else glyphs)}  # (Identity: code = CID)
+        text = {code: unicodes[glyph] for code, cid in cids.items()
+                for glyph in [cid if glyphs is None else glyphs.get(cid)] if glyph in unicodes}
     return ranges, text, widths, default, vertical, codec
+
+
+def glyph_numbers(pdf, mapping):
+    """Return CID -> glyph number of a CIDToGIDMap stream (two bytes a CID, from 0), None for the identity."""
+    if not isinstance(mapping, Stream):
+        return None
+    data = pdf.decode(mapping)[:2 * PDF_MAX_RANGE]
+    return dict(enumerate(struct.unpack(f">{len(data) // 2}H", data[:len(data) // 2 * 2])))
+
+
+def truetype_unicodes(pdf, stream):
+    """Return glyph number -> text from a TrueType font program's own map of characters to glyphs (its
+    cmap table's Windows Unicode subtable: format 4, or 12 past the first 65,536), read backwards: a
+    glyph several characters share reads as the first. {} where it has none (Apple's TrueType spec)."""
+    try:
+        program = pdf.decode(stream)
+        tables = {program[at:at + 4]: int.from_bytes(program[at + 8:at + 12], "big")
+                  for at in range(12, 12 + 16 * int.from_bytes(program[4:6], "big"), 16)}
+        cmap = tables[b"cmap"]
+        subtables = {program[at:at + 4]: cmap + int.from_bytes(program[at + 4:at + 8], "big")
+                     for at in range(cmap + 4, cmap + 4 + 8 * int.from_bytes(program[cmap + 2:cmap + 4], "big"), 8)}
+        at = subtables.get(b"\0\3\0\x0a") or subtables.get(b"\0\3\0\1") or subtables.get(b"\0\0\0\3")
+        if at is None:
+            return {}
+        pairs = []  # (character, glyph)
+        if program[at:at + 2] == b"\0\x0c":  # format 12: groups of characters to consecutive glyphs
+            for group in range(at + 16, at + 16 + 12 * int.from_bytes(program[at + 12:at + 16], "big"), 12):
+                first, last, glyph = struct.unpack(">III", program[group:group + 12])
+                pairs += zip(range(first, min(last, first + PDF_MAX_RANGE - 1, 0x10FFFF) + 1), itertools.count(glyph))
+                if len(pairs) > PDF_MAX_CODES:
+                    break
+        elif program[at:at + 2] == b"\0\4":  # format 4: segments of the first 65,536 characters
+            segments = int.from_bytes(program[at + 6:at + 8], "big") // 2
+            ends, starts, deltas, offsets = (struct.unpack(f">{segments}H", program[start:start + 2 * segments])
+                                             for start in (at + 14 + 2 * segments * n + 2 * (n > 0) for n in range(4)))
+            for n, (start, end, delta, offset) in enumerate(zip(starts, ends, deltas, offsets)):
+                here = at + 16 + 6 * segments + 2 * n  # (where this segment's offset is: glyphs are found from it)
+                for character in range(start, min(end, 0xFFFE) + 1):
+                    if offset:  # the glyph is listed, where the offset points
+                        listed = here + offset + 2 * (character - start)
+                        glyph = int.from_bytes(program[listed:listed + 2], "big")
+                        glyph = glyph and glyph + delta  # (0: none)
+                    else:
+                        glyph = character + delta
+                    pairs.append((character, glyph & 0xFFFF))
+                pdf.check_time()
+    except (KeyError, IndexError, struct.error, ValueError, zlib.error):
+        return {}
+    unicodes = {}
+    for character, glyph in pairs:
+        if glyph and not 0xD800 <= character < 0xE000:
+            unicodes.setdefault(glyph, chr(character))
+    return unicodes
 
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""

@@ -4567,6 +4567,25 @@ def cff_program(sids, strings, supplement=None):
     return head + index([top]) + rest + charstrings + charset + encoding, encoding, charset
 
 
+def truetype_with_cmap(segments):
+    """Return a TrueType program with only a cmap table (Windows Unicode, format 4): segments of (first
+    character, last, first glyph); a segment of one character has its glyph listed, the others a delta."""
+    segments = list(segments) + [(0xFFFF, 0xFFFF, 0)]
+    count, listed = len(segments), []
+    ends, starts, deltas, offsets = [], [], [], []
+    for n, (first, last, glyph) in enumerate(segments):
+        ends.append(last), starts.append(first)
+        if first == last and first != 0xFFFF:  # listed: the offset points into the glyph array
+            deltas.append(0), offsets.append(2 * (count - n) + 2 * len(listed)), listed.append(glyph)
+        else:
+            deltas.append((glyph - first) & 0xFFFF if first != 0xFFFF else 1), offsets.append(0)
+    words = lambda values: struct.pack(f">{len(values)}H", *values)  # noqa: E731
+    table = words([4, 0, 0, 2 * count, 0, 0, 0]) + words(ends) + b"\0\0" + words(starts) + words(deltas) \
+        + words(offsets) + words(listed)
+    cmap = words([0, 1, 3, 1]) + struct.pack(">I", 12) + table
+    return struct.pack(">IHHHH", 0x10000, 1, 0, 0, 0) + b"cmap" + struct.pack(">III", 0, 28, len(cmap)) + cmap
+
+
 def column_page(content, chars="東京都"):
     """Return the objects of a page whose F1 is Courier and F2 a vertical font (Identity-V) of chars."""
     return one_page(content, fonts=b"/F1 4 0 R/F2 6 0 R", extra=[
@@ -5002,6 +5021,21 @@ class PdfFontsTest(unittest.TestCase):
         objects = one_page(b"BT /F1 10 Tf 72 700 Td (Overview\\002of\\002the) Tj ET", extra=[stream(b"", cmap)])
         objects[3] = b"<</Type/Font/Subtype/Type1/BaseFont/ABCDEF+Cambria/ToUnicode 6 0 R>>"
         self.assertEqual(text_of(objects)[0], ["Overview of the"])
+
+    def test_an_embedded_truetype_font_without_a_map_is_read_by_its_own_cmap(self):
+        """Identity-H, no ToUnicode map: a code is a glyph number (or is turned into one by a CIDToGIDMap), and
+        the embedded TrueType font's own cmap, read backwards, says each glyph's character."""
+        program = truetype_with_cmap([(0x41, 0x42, 5), (0x3042, 0x3042, 7)])  # A, B: glyphs 5, 6; あ: 7
+        font = b"<</Type/Font/Subtype/Type0/BaseFont/X/Encoding/Identity-H/DescendantFonts[6 0 R]>>"
+        for label, content, to_glyphs in (("identity", b"<000500060007>", b""),
+                                          ("CIDToGIDMap", b"<000100020003>", b"/CIDToGIDMap 9 0 R")):
+            with self.subTest(label):
+                objects = one_page(b"BT /F1 10 Tf 72 700 Td %s Tj ET" % content, extra=[
+                    b"<</Type/Font/Subtype/CIDFontType2/BaseFont/X/DW 1000/FontDescriptor 7 0 R%s>>" % to_glyphs,
+                    b"<</Type/FontDescriptor/FontName/X/Flags 4/FontFile2 8 0 R>>", stream(b"", program),
+                    stream(b"", struct.pack(">4H", 0, 5, 6, 7))])
+                objects[3] = font
+                self.assertEqual(text_of(objects), (["AB\u3042"], ""))
 
     def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
         ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
