@@ -6489,6 +6489,8 @@ def truetype_unicodes(pdf, stream):
                         glyph = character + delta
                     pairs.append((character, glyph & 0xFFFF))
                 pdf.check_time()
+                if len(pairs) > PDF_MAX_CODES:  # (a hostile table's segments overlap: as many as a map may give)
+                    break
     except (KeyError, IndexError, struct.error, ValueError, zlib.error):
         return {}
     unicodes = {}
