@@ -5997,6 +5997,7 @@ def aes_cbc_decrypt(key, iv, data):
 
 
 def as_number(data):
+    """Return bytes as one big integer, the first byte highest: the blocks' bytes are xored all at once."""
     return int.from_bytes(data, "big")
 
 
@@ -6447,10 +6448,11 @@ def composite_font(pdf, font, text):
 
 def glyph_numbers(pdf, mapping):
     """Return CID -> glyph number of a CIDToGIDMap stream (two bytes a CID, from 0), None for the identity."""
-    if not isinstance(mapping, Stream):
-        return None
-    data = pdf.decode(mapping)[:2 * PDF_MAX_RANGE]
-    return dict(enumerate(struct.unpack(f">{len(data) // 2}H", data[:len(data) // 2 * 2])))
+    try:
+        data = pdf.decode(mapping)[:2 * PDF_MAX_RANGE] if isinstance(mapping, Stream) else None
+    except zlib.error:  # (a damaged map: the identity is the best guess)
+        data = None
+    return None if data is None else dict(enumerate(struct.unpack(f">{len(data) // 2}H", data[:len(data) // 2 * 2])))
 
 
 def truetype_unicodes(pdf, stream):
@@ -6475,6 +6477,7 @@ def truetype_unicodes(pdf, stream):
                 if len(pairs) > PDF_MAX_CODES:
                     break
         elif program[at:at + 2] == b"\0\4":  # format 4: segments of the first 65,536 characters
+            # four arrays of a number a segment, one after the other (two bytes kept free after the first)
             segments = int.from_bytes(program[at + 6:at + 8], "big") // 2
             ends, starts, deltas, offsets = (struct.unpack(f">{segments}H", program[start:start + 2 * segments])
                                              for start in (at + 14 + 2 * segments * n + 2 * (n > 0) for n in range(4)))
@@ -6498,6 +6501,7 @@ def truetype_unicodes(pdf, stream):
         if glyph and not 0xD800 <= character < 0xE000:
             unicodes.setdefault(glyph, chr(character))
     return unicodes
+
 
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
@@ -6587,7 +6591,7 @@ def simple_encoding(pdf, font, kind, descriptor, mapped):
 # The Symbol font's own encoding (ISO 32000-1 D.5), codes 32 to 126 and 160 to 254: Greek and mathematics.
 # "\0": no glyph, or a piece of a larger one (a tall bracket or integral drawn in parts), which is no text.
 SYMBOL_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:Symbol(?:MT)?|StandardSymL)(?![A-Za-z])")  # (not OpenSymbol)
-SYMBOL_ENCODING = {code: "" if character == "\0" else character for code, character in zip([*range(32, 127), *range(160, 255)], (
+SYMBOL_ENCODING = {code: character.strip("\0") for code, character in zip([*range(32, 127), *range(160, 255)], (
     " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\0αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼"
     "€ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…\0\0↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑" + "\0" * 11 + "〉∫" + "\0" * 12))}
 
@@ -8143,8 +8147,9 @@ def zip_reader(data, path):
         archive = zipfile.ZipFile(io.BytesIO(data))
         listed = sum(member.file_size for member in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        if data[:8] == bytes.fromhex("D0CF11E0A1B11AE1"):  # a Compound File: Office's own encryption wraps the
-            raise RagError("encrypted with a password: open it in its program and save a copy without one"  # zip in one
+        # A Compound File, as a 97-2003 file is: Office's own encryption wraps the zip in one.
+        if data[:8] == bytes.fromhex("D0CF11E0A1B11AE1"):
+            raise RagError("encrypted with a password: open it in its program and save a copy without one"
                            if "EncryptedPackage".encode("utf-16-le") in data else "an Office 97-2003 file with a "
                            "newer name: open it in its program and save it in the newer format") from None
         raise RagError(f"not a zip archive, or a truncated one ({e})") from None
