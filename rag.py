@@ -7557,9 +7557,10 @@ def font_of(pdf, fonts, font_name):
 # ---------------------------------------------------------------------------------------------------
 
 # A glyph with no text (NO_TEXT) parts the words beside it, as a space: most often it is one (macOS's Quartz
-# leaves the space out of a font's map: "OverviewoftheModel" was read where a viewer shows the spaces).
-PDF_CLEAN = {0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: " ", 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi",
-         0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st", **dict.fromkeys(range(10)), **dict.fromkeys(range(11, 32)),
+# leaves the space out of a font's map: "OverviewoftheModel" was read where a viewer shows the spaces). So
+# does a tab (Distiller maps some fonts' space to one: "ContractDescription"); other control characters are no text.
+PDF_CLEAN = {**dict.fromkeys([*range(32), 127]), 9: " ", 10: "\n", 0xA0: " ", 0xAD: "-", 0xFFFD: None, 0xFFFF: " ",
+         0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st",
          **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0x2F00, 0x2FD6)}}  # Kangxi radicals: 日
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010ffff]")  # a font's own pictures, as Word's bullets
 RIGHT_TO_LEFT = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"  # Hebrew and Arabic

@@ -5037,6 +5037,14 @@ class PdfFontsTest(unittest.TestCase):
                 objects[3] = font
                 self.assertEqual(text_of(objects), (["AB\u3042"], ""))
 
+    def test_a_space_mapped_to_a_tab_is_a_space(self):
+        """Distiller maps some fonts' space glyph to a tab: still a space between the words (was: joined)."""
+        cmap = (b"begincmap 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <20> <0009> endbfchar "
+                b"2 beginbfrange <61> <7A> <0061> <43> <44> <0043> endbfrange endcmap")
+        objects = one_page(b"BT /F1 10 Tf 72 700 Td (Contract Description) Tj ET", extra=[stream(b"", cmap)])
+        objects[3] = b"<</Type/Font/Subtype/TrueType/BaseFont/ABCDEF+Cambria-Bold/ToUnicode 6 0 R>>"
+        self.assertEqual(text_of(objects)[0], ["Contract Description"])
+
     def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
         ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
         encoding = ranges + b"1 begincidrange <00> <80> 0 endcidrange 1 begincidrange <8140> <9FFC> 200 endcidrange endcmap"
