@@ -7568,12 +7568,21 @@ RIGHT_TO_LEFT_LETTER, OTHER_RUN = re.compile(f"[{RIGHT_TO_LEFT}]"), re.compile(f
 SPACES_RUN = re.compile(" +")
 
 
+def under_heading(span, last, shift):
+    """True when a span, shift lower or higher than the one drawn before it, is the next line under a big
+    heading, not a superscript or subscript of its line: lower than its own size allows on the heading's
+    line, and starting left of the heading's middle ("Budget" at 100 pt, "of the U.S. Government" 42 pt
+    below it at 30 pt, read as one line: "Budgetof the U.S. Government")."""
+    return shift > PDF_LINE_SHIFT * min(span[3], last[3]) and span[2] > last[2] and span[0] < (last[0] + last[1]) / 2
+
+
 def page_layout(spans, sizes=None):
     """Return the text of a page from its spans: lines, and a blank line between paragraphs (and add
     each paragraph with its font size to the list sizes, if given)."""
     lines, last, spans = [], None, one_direction(drawn_once(spans))
     for span in spans:
-        if last and abs(span[2] - last[2]) <= PDF_LINE_SHIFT * max(span[3], last[3]):
+        shift = abs(span[2] - last[2]) if last else 0
+        if last and shift <= PDF_LINE_SHIFT * max(span[3], last[3]) and not (shift and under_heading(span, last, shift)):
             lines[-1].append(span)
         else:
             lines.append([span])

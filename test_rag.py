@@ -5045,6 +5045,13 @@ class PdfFontsTest(unittest.TestCase):
         objects[3] = b"<</Type/Font/Subtype/TrueType/BaseFont/ABCDEF+Cambria-Bold/ToUnicode 6 0 R>>"
         self.assertEqual(text_of(objects)[0], ["Contract Description"])
 
+    def test_the_line_under_a_big_heading_is_not_joined_to_it(self):
+        """20 pt below a 40 pt heading is within half the heading's size, but the smaller line starts under the
+        heading, not after it: a line of its own (was: "Budgetof the report"). A superscript stays on its line."""
+        objects = one_page(b"BT /F1 40 Tf 72 700 Td (Budget) Tj ET BT /F1 12 Tf 72 680 Td (of the report) Tj ET "
+                           b"BT /F1 10 Tf 72 600 Td (area x) Tj /F1 6 Tf 36 3.5 Td (2) Tj /F1 10 Tf 3.6 -3.5 Td ( m) Tj ET")
+        self.assertEqual(text_of(objects), (["Budget\n\nof the report\n\narea x2 m"], ""))
+
     def test_codes_of_one_and_two_bytes_are_cut_by_the_codespace_ranges(self):
         ranges = b"begincmap 2 begincodespacerange <00> <80> <8140> <9FFC> endcodespacerange "
         encoding = ranges + b"1 begincidrange <00> <80> 0 endcidrange 1 begincidrange <8140> <9FFC> 200 endcidrange endcmap"
