@@ -5973,14 +5973,14 @@ def aes_cbc_encrypt(key, iv, data):
 
 
 # InvShiftRows: byte r of column c of a block (at r + 4c) comes from column c - r.
-AES_UNSHIFT = [r + 4 * ((j // 4 - r) % 4) for j in range(16) for r in [j % 4]]
+AES_UNSHIFT = [j % 4 + 4 * ((j // 4 - j % 4) % 4) for j in range(16)]
 
 
 def aes_cbc_decrypt(key, iv, data):
     """Return data (whole 16-byte blocks) decrypted with AES in CBC mode. A block's decryption needs no
     other block's, so all the blocks go through each round at once: their bytes moved by slices, looked
     up by bytes.translate and added (xor) as one big integer (FIPS-197 5.3.5, the equivalent inverse
-    cipher). 1 MB took 0.97 s a block at a time, now 0.14 s."""
+    cipher). 1 MiB took 1.0 s a block at a time (AES-256; AES-128 0.72 s), now 0.16 s (0.11 s)."""
     sbox, inverse, mixing = aes_tables()[1]
     size = len(data) // 16 * 16
     data, count = data[:size], size // 16
