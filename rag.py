@@ -8570,12 +8570,13 @@ def slide_page(title, blocks):
 
 def read_xlsx(data, path):
     """Return an Excel workbook's sheets in workbook order, each as a heading and one line per row
-    (see sheet_pages). Dates are written as dates (2024-03-15), other numbers as stored."""
+    (see sheet_pages). Numbers are written as their format shows them (1,234.50, 15.3%),
+    dates as ISO dates (2024-03-15)."""
     from datetime import datetime  # here, not at the top: see the note after the imports
     part = zip_reader(data, path)
     book = part("xl/workbook.xml")
     linked = relationships(part, "xl/workbook.xml")
-    shared, dates = [], set()
+    shared, formats = [], {}
     for kind, name in linked.values():
         if kind == "sharedStrings":  # (read as a stream: a tree of millions of strings takes gigabytes)
             strings = part(name, required=False, stream=True)
@@ -8586,11 +8587,11 @@ def read_xlsx(data, path):
                      "rag.py): the cells that use later ones are left empty")
                 shared = shared[:SHARED_MAX_STRINGS]
         elif kind == "styles" and part(name, required=False) is not None:
-            dates = xlsx_date_styles(part(name))
+            formats = xlsx_formats(part(name))
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
-    sheets = [(sheet.get("name", ""), xlsx_rows(part, name, shared, dates, epoch) if kind == "worksheet" else iter(()),
+    sheets = [(sheet.get("name", ""), xlsx_rows(part, name, shared, formats, epoch) if kind == "worksheet" else iter(()),
                xlsx_drawings(part, name))  # (a chart sheet: its chart alone)
               for sheet in book.iter(S + "sheet") for kind, name in [linked.get(sheet.get(R + "id"), ("", ""))]
               if kind in ("worksheet", "chartsheet")]
@@ -8611,7 +8612,7 @@ def rich_text(item):
     return "".join(t.text or "" for t in item.findall(S + "t") + item.findall(S + "r/" + S + "t"))
 
 
-def xlsx_rows(part, name, shared, dates, epoch):
+def xlsx_rows(part, name, shared, formats, epoch):
     """Yield the rows of one worksheet as {column number: text}, empty cells left out."""
     for row in stream_xml(part(name, stream=True), name, S + "row"):
         cells, column = {}, 0
@@ -8619,7 +8620,7 @@ def xlsx_rows(part, name, shared, dates, epoch):
             # "AB12" is column 27 (from 0); a cell without a reference follows the one before
             number = column_number(cell.get("r", "").rstrip("0123456789"))
             column = column if number is None else number
-            text = " ".join(xlsx_value(cell, shared, dates, epoch).split())
+            text = " ".join(xlsx_value(cell, shared, formats, epoch).split())
             if text and column < SHEET_MAX_COLUMNS:
                 cells[column] = text
             column += 1
@@ -8638,8 +8639,8 @@ def column_number(letters):
     return number - 1
 
 
-def xlsx_value(cell, shared, dates, epoch):
-    """Return a cell's text: shared and inline strings, TRUE/FALSE, dates, else the value as stored."""
+def xlsx_value(cell, shared, formats, epoch):
+    """Return a cell's text: shared and inline strings, TRUE/FALSE, and numbers as their format shows them."""
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         return rich_text(cell.find(S + "is")) if cell.find(S + "is") is not None else ""
@@ -8648,26 +8649,162 @@ def xlsx_value(cell, shared, dates, epoch):
         return shared[int(value)] if value.isdecimal() and int(value[:10]) < len(shared) else ""
     if kind == "b":
         return "TRUE" if value == "1" else "FALSE"
-    if kind == "n" and cell.get("s", "0") in dates:
-        return excel_date(value, epoch)
-    return value  # a number as stored ("0.1", "1E-3"), a formula's text result, or an error ("#N/A")
+    if kind == "n":
+        return number_shown(value, formats.get(cell.get("s", "0"), "General"), epoch)
+    return value  # a formula's text result, or an error ("#N/A")
 
 
-DATE_FORMATS = set(range(14, 23)) | set(range(27, 37)) | set(range(45, 48)) | set(range(50, 59))  # built-in ids
+# The number formats every workbook has without writing them (ECMA-376 18.8.30); 5-8 and 37-44 show a currency
+# that depends on the reader's country, so here they show the number alone. 14-22, 27-36, 45-47 and 50-58 are
+# dates and times (written as ISO dates here).
+BUILT_IN_FORMATS = {1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 9: "0%", 10: "0.00%", 11: "0.00E+00",
+                    12: "# ?/?", 13: "# ??/??", 46: "[h]:mm:ss", 48: "##0.0E+0", 49: "@",
+                    **dict.fromkeys((5, 6, 37, 38, 41, 42), "#,##0;(#,##0)"),
+                    **dict.fromkeys((7, 8, 39, 40, 43, 44), "#,##0.00;(#,##0.00)")}
+DATE_FORMATS = set(range(14, 23)) | set(range(27, 37)) | set(range(45, 48)) | set(range(50, 59))
+FORMAT_TOKEN = re.compile(r'"[^"]*"?|\\.|[_*].?|\[[^\]]*\]?|[Gg]eneral|[Ee][+-]|.', re.S)
 NOT_DATE_CODE = re.compile(r'"[^"]*"|\[[^\]]*\]|[\\_*].')  # quoted text, [colour] or [$EUR], escapes
+ELAPSED = re.compile(r"\[[hH]+\]")  # [h]:mm: hours past 24, a duration
 
 
-def xlsx_date_styles(styles):
-    """Return the cell style numbers (as text, like a cell's s="3") whose number format shows a date or time."""
+def xlsx_formats(styles):
+    """Return the number format code of each cell style number (as text, like a cell's s="3") that has
+    one; "date" for those that show a date or a time."""
     codes = {form.get("numFmtId"): form.get("formatCode", "") for form in styles.iter(S + "numFmt")}
     formats = styles.find(S + "cellXfs")
-    found = set()
+    found = {}
     for number, style in enumerate(formats if formats is not None else ()):
         form = style.get("numFmtId", "0")
-        code = NOT_DATE_CODE.sub("", codes.get(form, "")).lower()
-        if (form.isdecimal() and int(form[:10]) in DATE_FORMATS) or any(c in code for c in "dyhs"):
-            found.add(str(number))
+        code = codes.get(form) or (BUILT_IN_FORMATS.get(int(form[:10]), "") if form.isdecimal() else "")
+        if ELAPSED.search(code):
+            found[str(number)] = "elapsed"
+        elif (form.isdecimal() and int(form[:10]) in DATE_FORMATS) or any(c in NOT_DATE_CODE.sub("", code).lower() for c in "dyhs"):
+            found[str(number)] = "date"
+        elif code and len(code) <= 255:  # (Excel's longest: a longer one is a hostile file's, read as General)
+            found[str(number)] = code
     return found
+
+
+def number_shown(value, code, epoch):
+    """Return a number (as stored) as its format code shows it in Excel: "1234.5" with "#,##0.00" ->
+    "1,234.50", 0.153 with "0.0%" -> "15.3%", 123456789 with "000-00-0000" -> "123-45-6789"; dates as ISO
+    dates, durations as hours ("elapsed": 36:00:00). Conditions ([>100]) and fractions are shown as General;
+    text that is no number stays as it is."""
+    if code == "date":
+        return excel_date(value, epoch)
+    if code == "General" and value.isdecimal() and len(value) < 16:
+        return value  # (most cells: a whole number, shown as stored)
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if not math.isfinite(number):
+        return value
+    if code == "elapsed":
+        seconds = round(abs(number) * 86400)
+        return "-" * (number < 0) + f"{seconds // 3600}:{seconds // 60 % 60:02}:{seconds % 60:02}"
+    if code == "General":
+        return general_number(number)
+    sections = format_sections(code)
+    section = sections[0] if number > 0 or len(sections) == 1 or (number == 0 and len(sections) == 2) else \
+        sections[1] if number < 0 else sections[2]
+    if any(t[:1] == "[" and t[1:2] in "<>=" or t == "/" for t in section):
+        section = ("General",)
+    try:
+        text = placed_digits(abs(number) * 100 ** min(section.count("%"), 9), section)
+    except (ArithmeticError, ValueError):  # (a number too large or small for the format: 1E-320 as 0.00E+00)
+        return value
+    return "-" + text if number < 0 and section is sections[0] and any(c in "123456789" for c in text) else text
+
+
+@lru_cache(maxsize=256)
+def format_sections(code):
+    """Return a number format code's sections (for positive numbers, negative ones, zero, text), each a
+    tuple of its tokens."""
+    sections = [[]]
+    for token in FORMAT_TOKEN.findall(code):
+        sections.append([]) if token == ";" else sections[-1].append(token)
+    return tuple(map(tuple, sections))
+
+
+def placed_digits(number, section):
+    """Return a number (not negative) written in the tokens of one format section: its digits in the
+    placeholders (0: a digit always, #: only a needed one, ?: a space), the text between as written."""
+    whole, decimals, scale, grouped, power, shown = section_places(section)
+    if not whole and not decimals and power is None:  # General (or text alone, such as the "-" of a zero)
+        return "".join(general_number(number) if text is None else text for text in shown)
+    number /= 1000 ** scale
+    exponent = ""
+    if power is not None:  # scientific: 1.23E+04
+        shift = math.floor(math.log10(number)) if number else 0
+        shift += float(f"{number / 10 ** shift:.{len(decimals)}f}") >= 10  # (9.999 rounded up to 10.00)
+        number, (sign, figures) = number / 10 ** shift, power
+        exponent = "E" + ("-" if shift < 0 else sign) + str(abs(shift)).rjust(figures, "0")
+    integer, _, fraction = f"{number:.{len(decimals)}f}".partition(".")
+    fraction = fraction.rstrip("0").ljust(decimals.count("0"), "0")
+    integer = integer.lstrip("0").rjust(whole.count("0"), "0")
+    if grouped and integer:
+        integer = f"{int(integer):,}"
+    placed = []
+    for empty in whole[:0:-1]:  # the last placeholder takes the last digit; the first, all those left over
+        placed.append(integer[-1:] or empty)
+        integer = integer[:-1]
+    placed += [integer or whole[0]] if whole else []
+    placed.reverse()
+    placed += [digit or empty for empty, digit in itertools.zip_longest(decimals, fraction)]
+    placed.reverse()
+    return "".join(text if isinstance(text, str) else placed.pop() if text == PLACE else
+                   "." * bool(fraction) if text == POINT else exponent for text in shown)
+
+
+@lru_cache(maxsize=256)
+def section_places(section):
+    """Return what placed_digits needs of a format section, read once: how an empty whole-number and decimal
+    placeholder shows ("0", "" or " "), the thousands it divides by ("0,"), whether it groups thousands
+    (a comma between placeholders: 1,234), the exponent's (sign, figures) or None, and each token's text
+    (PLACE for a placeholder, POINT, EXPONENT, None for General; text as it shows)."""
+    digits = [i for i, t in enumerate(section) if t in ("0", "#", "?")]
+    point = next((i for i, t in enumerate(section) if t == "."), len(section))
+    power = next((i for i, t in enumerate(section) if t[:1] in "Ee" and len(t) == 2 and digits and digits[0] < i),
+                 len(section))
+    whole = [i for i in digits if i < min(point, power)]
+    decimals = [i for i in digits if point < i < power]
+    grouped = any(t == "," and whole[0] < i < whole[-1] for i, t in enumerate(section)) if whole else False
+    scale = sum(t == "," and not (whole and whole[0] < i < whole[-1]) and digits[0] < i for i, t in enumerate(section)) \
+        if digits else 0
+    exponent = ("+" if section[power][1] == "+" else "", sum(section[i] == "0" for i in digits if i > power) or 1) \
+        if power < len(section) else None
+    shown = tuple(PLACE if i in whole or i in decimals else POINT if t == "." and i == point and digits else
+                  EXPONENT if i == power else "" if t in ("0", "#", "?", ",") and digits else
+                  None if t.lower() in ("general", "@") else written_text(t) for i, t in enumerate(section))
+    empty = lambda places: [PLACEHOLDER_EMPTY[section[i]] for i in places]  # noqa: E731
+    return empty(whole), empty(decimals), scale, grouped, exponent, shown
+
+
+PLACEHOLDER_EMPTY = {"0": "0", "#": "", "?": " "}
+PLACE, POINT, EXPONENT = range(3)  # (what section_places says a token is, beside text)
+
+
+def general_number(number):
+    """Return a number as Excel's General format shows it: 15 significant digits at most, so that what
+    binary fractions add (0.30000000000000004) is not shown; a small or large one with an exponent."""
+    return f"{number:.15g}".replace("e+", "E+").replace("e-", "E-")
+
+
+def written_text(token):
+    """Return what a format code's token shows as itself: quoted text, an escaped character, a space for
+    _x, a currency from [$EUR-407], nothing for a fill (*x), a colour or a condition."""
+    if token[:1] == '"':
+        return token.strip('"')
+    if token[:1] == "\\":
+        return token[1:]
+    if token[:1] == "_":
+        return " "
+    if token[:1] == "*" or token.lower() == "general":
+        return ""
+    if token[:2] == "[$":
+        return token[2:].rstrip("]").split("-")[0]
+    return "" if token[:1] == "[" else token
 
 
 def excel_date(value, epoch):
