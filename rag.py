@@ -7121,38 +7121,37 @@ ONE_AFTER_THE_OTHER = re.compile(rb"[^<>]*(?:<[^<>]*>[^<>]*)*")  # strings <...>
 
 @dataclass(frozen=True)
 class KernedText:
-    """A TJ array as LibreOffice and others write every line: hex strings with a small kern between each
-    pair ([<0102>-3<0304>2<05>]). Read item by item, a line costs a call per glyph pair; read as one string
-    and the kerns' sums, one call. (Where a kern is as wide as a space, text_pieces reads the items.)"""
-    data: bytes         # the strings joined
-    lead: float         # the numbers before the first string, after the last, and between (their sum;
-    trail: float        # the least and the most of those between)
-    inner: float
-    least: float
-    most: float
+    """A TJ array as most producers write a line: strings with a kern between each pair, pdfTeX's and
+    Distiller's [(W)80(ord)-333(and)], LibreOffice's [<0102>-3<0304>]. Read item by item, a line costs a call
+    per string; here the strings between two kerns as wide as a space are joined (text_pieces), a call per
+    word. (An escaped parenthesis, or strings of both kinds: item by item.)"""
+    strings: tuple      # the strings (bytes)
+    kerns: tuple        # the number before each string (0.0 for none)
+    trail: float        # the number after the last
     pairs: bool         # every string is of whole 2-byte codes
     body: bytes         # the array as written
 
     @staticmethod
     def of(body):
-        """Return the KernedText of a TJ array's body, or None when it is not hex strings and numbers."""
-        first, last = body.find(b"<"), body.rfind(b">")
-        if first < 0 or b"(" in body or not ONE_AFTER_THE_OTHER.fullmatch(body):
+        """Return the KernedText of a TJ array's body, or None when it is not strings and numbers, one
+        number at most between two strings."""
+        hexed, escaped = b"<" in body, b"\\" in body
+        if escaped and (hexed or b"\\(" in body or b"\\)" in body or b"\\\\" in body):
+            return None  # (a parenthesis escaped ("\\("): strings are not parted by the others alone)
+        if hexed and (b"(" in body or not ONE_AFTER_THE_OTHER.fullmatch(body)):
             return None
-        parts = body[first + 1:last].replace(b">", b"<").split(b"<")  # a string, what is between, a string, ...
-        strings, between, lead, trail = parts[::2], parts[1::2], body[:first], body[last + 1:]
-        lengths = set(map(len, strings))  # (of the strings, in hex digits: a few different ones)
-        if any(n % 2 for n in lengths) or b" ".join(between + [lead, trail]).strip(b" \t\r\n0123456789.+-"):
-            return None  # (odd digits, "1e999", not numbers between: item by item)
+        parts = body.replace(b">", b"<").split(b"<") if hexed else body.replace(b")", b"(").split(b"(")
+        strings, between = parts[1::2], parts[::2]  # (between: before the first string, between two, after the last)
+        if not strings or b" ".join(between).strip(b" \t\r\n0123456789.+-") or hexed and any(len(s) % 2 for s in strings):
+            return None  # (no string, not numbers between, odd hex digits ("<41 42>"): item by item)
         try:
-            kern = {written: float(written) for written in set(between)}  # (a line has a few kerns, again and
-            inner = list(map(kern.__getitem__, between))                 # again: each is converted once)
-            lead, trail = list(map(float, lead.split())), list(map(float, trail.split()))
-            data = bytes.fromhex(b"".join(strings).decode())
-        except ValueError:  # ("1.2.3", "-+", not hex digits; no number, or two, between two strings: item by item)
+            kern = {written: float(written) if written.strip() else 0.0 for written in set(between)}  # (a line has a
+            kerns = list(map(kern.__getitem__, between))  # few kerns, again and again: each is converted once)
+            strings = [bytes.fromhex(digits.decode()) for digits in strings] if hexed else \
+                list(map(unescape, strings)) if escaped else strings  # (pdfTeX's ligatures: "Di\\033erent")
+        except ValueError:  # ("1.2.3", "-+", "1 2": not one number; not hex digits)
             return None
-        return KernedText(data, sum(lead), sum(trail), sum(inner), min(inner, default=0.0), max(inner, default=0.0),
-                          all(n % 4 == 0 for n in lengths), body)
+        return KernedText(tuple(strings), tuple(kerns[:-1]), kerns[-1], all(len(s) % 2 == 0 for s in strings), body)
 
 
 # The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
@@ -7209,14 +7208,22 @@ def text_pieces(state, items):
     # Down the page, character and word spacing (up, when positive) shorten the step, and a number moves on
     # (ISO 32000-1 9.4.4: ty = (w1 - Tj / 1000) * Tfs + Tc + Tw, w1 an em down)
     scale, back = (1.0, -1) if font.vertical else (scale, 1)
-    if isinstance(items, KernedText):  # one string, unless a kern between two is a space, or codes may straddle
-        widest = -back * (items.least if back == 1 else items.most) / 1000 * scale
-        if widest > PDF_WORD_GAP or font.code_bytes not in (1, 2) or (font.code_bytes == 2 and not items.pairs):
-            return text_pieces(state, text_array(items.body))
-        text, width, codes, spaces = show_codes(font, items.data)
-        width, start = codes if font.vertical else width, -back * items.lead / 1000 * size * scale
-        end = start + (width * size + back * (char_space * codes + word_space * spaces) - back * items.inner / 1000 * size) * scale
-        return [[start, end, [text]]], end - back * items.trail / 1000 * size * scale
+    if isinstance(items, KernedText) and font.code_bytes in (1, 2) and (font.code_bytes == 1 or items.pairs):
+        runs = []  # [the shift before, strings, the shifts between them]: strings between two spaces, joined
+        for kern, string in zip(items.kerns, items.strings):  # (codes would straddle two strings otherwise)
+            shift = -back * kern / 1000 * size * scale
+            if runs and not shift > PDF_WORD_GAP * size:  # (as apart is decided below)
+                runs[-1][1].append(string)
+                runs[-1][2] += shift
+            else:
+                runs.append([shift, [string], 0.0])
+        for before, strings, between in runs:
+            text, width, codes, spaces = show_codes(font, b"".join(strings))
+            width, start = codes if font.vertical else width, advance + before
+            advance = start + (width * size + back * (char_space * codes + word_space * spaces)) * scale + between
+            pieces.append([start, advance, [text]])
+        return pieces, advance - back * items.trail / 1000 * size * scale
+    items = text_array(items.body) if isinstance(items, KernedText) else items
     for item in items:
         if isinstance(item, bytes):
             text, width, codes, spaces = show_codes(font, item)

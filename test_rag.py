@@ -5390,13 +5390,13 @@ class PdfTextTest(unittest.TestCase):
                    + b"BT /F1 4294967296 Tf 0 0 Td (Huge) Tj ET Q")  # (there only the size is past it)
         self.assertEqual(text_of(one_page(content)), (["Quiet hours"], ""))
 
-    def test_a_kerned_hex_array_read_as_one_string_places_its_text_as_item_by_item(self):
-        """LibreOffice writes each line as a TJ array of hex strings with small kerns between them: read as
-        one string and the kerns' sums (a third faster), its pieces start, end and advance exactly as when
-        read item by item; a kern as wide as a space, a 1-byte string in a 2-byte font, odd digits (white
-        space in a string, as "<41 42>"), what is not one number between two strings ("<41><42>" too) and
-        strings that do not alternate with numbers are read item by item. Horizontal and vertical, scaled and
-        spaced."""
+    def test_a_kerned_array_read_a_word_at_a_time_places_its_text_as_item_by_item(self):
+        """pdfTeX and Distiller write each line as a TJ array of literal strings, LibreOffice of hex strings,
+        with kerns between them: read a run of strings at a time (those between two kerns as wide as a space,
+        joined), its pieces start, end and advance exactly as when read item by item. Read item by item: a
+        1-byte string in a 2-byte font, odd digits (white space in a string, as "<41 42>"), an escaped
+        parenthesis, both kinds of string, what is not one number between two strings, strings that do not
+        alternate with numbers. Horizontal and vertical, scaled and spaced."""
         one = rag.Font("A", 1, ((1, 0, 255),), {c: chr(c) for c in range(32, 127)}, {c: 0.5 + c % 7 / 10 for c in range(256)}, 0.5)
         two = rag.Font("B", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0)
         down = rag.Font("C", 2, ((2, 0, 0xFFFF),), {c: chr(0x4E00 + c) for c in range(300)}, {}, 1.0, vertical=True)
@@ -5404,7 +5404,9 @@ class PdfTextTest(unittest.TestCase):
                   b"<0001>-2<0002>4<00030004>-7", b"<0001>-2<02>", b"<4142><43>", b"<41>1 -2<42>", b"<414>1<42>",
                   b"<41 42>-1<43>", b"[]",
                   b"<41>1e999<42>", b"inf<41>", b"<41>->0<42>", b"<41>1.2.3<42>", b"<4G>", b"<41<42>", b"<41>>42<<43>",
-                  b"<>"]  # (not numbers, hex, strings one after the other: item by item)
+                  b"<>", b"(Hel)-3(lo)12.5(, wo)-400(rld)", b"-20(ab)(cd)-300",
+                  b"(Di\\033er)28(en)-333(\\050x\\051)", b"(a\\)b)-3(c)", b"(a<b)-3<41>"]
+        # (not numbers, hex, strings one after the other; escapes, both kinds: item by item)
         def placed(items):  # (a piece's texts are joined: one string or several, the same text)
             pieces, advance = rag.text_pieces(state, items)
             return [(round(start, 9), round(end, 9), "".join(texts)) for start, end, texts in pieces], round(advance, 9)
@@ -5414,7 +5416,7 @@ class PdfTextTest(unittest.TestCase):
                     state = rag.TextState(rag.IDENTITY, font, 11.0, char_space, word_space, scale, 0)
                     with self.subTest(font=font.name, body=body, scale=scale):
                         self.assertEqual(placed(rag.KernedText.of(body) or rag.text_array(body)), placed(rag.text_array(body)))
-        self.assertEqual([rag.KernedText.of(b) is None for b in bodies], [False] * 5 + [True] * 12 + [False])
+        self.assertEqual([rag.KernedText.of(b) is None for b in bodies], [False] * 6 + [True] * 11 + [False] * 4 + [True] * 2)
 
     def test_a_content_stream_reads_the_same_however_its_operations_are_written(self):
         """Operations of numbers and names (most of a page) are read in one match each; comments, NUL bytes,
