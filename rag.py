@@ -7123,12 +7123,18 @@ ONE_AFTER_THE_OTHER = re.compile(rb"[^<>]*(?:<[^<>]*>[^<>]*)*")  # strings <...>
 class KernedText:
     """A TJ array as most producers write a line: strings with a kern between each pair, pdfTeX's and
     Distiller's [(W)80(ord)-333(and)], LibreOffice's [<0102>-3<0304>]. Read item by item, a line costs a call
-    per string; here the strings between two kerns as wide as a space are joined (text_pieces), a call per
-    word. (An escaped parenthesis, or strings of both kinds: item by item.)"""
-    strings: tuple      # the strings (bytes)
-    kerns: tuple        # the number before each string (0.0 for none)
+    per string; here it is one string and the kerns' sums where no kern is as wide as a space (most of
+    LibreOffice's), else a run of strings at a time, those between two spaces joined: a call per word.
+    (An escaped parenthesis, or strings of both kinds: item by item.)"""
+    data: bytes         # the strings joined
+    strings: list       # the strings as written (hex digits, or unescaped bytes)
+    kerns: list         # the number before each string (0.0 for none)
     trail: float        # the number after the last
+    inner: float        # of the numbers between two strings: their sum, the least and the most
+    least: float
+    most: float
     pairs: bool         # every string is of whole 2-byte codes
+    hexed: bool         # the strings are hex digits
     body: bytes         # the array as written
 
     @staticmethod
@@ -7142,16 +7148,35 @@ class KernedText:
             return None
         parts = body.replace(b">", b"<").split(b"<") if hexed else body.replace(b")", b"(").split(b"(")
         strings, between = parts[1::2], parts[::2]  # (between: before the first string, between two, after the last)
-        if not strings or b" ".join(between).strip(b" \t\r\n0123456789.+-") or hexed and any(len(s) % 2 for s in strings):
+        lengths = set(map(len, strings))  # (of the strings: a few different ones)
+        if not strings or b" ".join(between).strip(b" \t\r\n0123456789.+-") or hexed and any(n % 2 for n in lengths):
             return None  # (no string, not numbers between, odd hex digits ("<41 42>"): item by item)
         try:
             kern = {written: float(written) if written.strip() else 0.0 for written in set(between)}  # (a line has a
             kerns = list(map(kern.__getitem__, between))  # few kerns, again and again: each is converted once)
-            strings = [bytes.fromhex(digits.decode()) for digits in strings] if hexed else \
-                list(map(unescape, strings)) if escaped else strings  # (pdfTeX's ligatures: "Di\\033erent")
+            strings = list(map(unescape, strings)) if escaped else strings  # (pdfTeX's ligatures: "Di\\033erent")
+            data = bytes.fromhex(b"".join(strings).decode()) if hexed else b"".join(strings)
         except ValueError:  # ("1.2.3", "-+", "1 2": not one number; not hex digits)
             return None
-        return KernedText(tuple(strings), tuple(kerns[:-1]), kerns[-1], all(len(s) % 2 == 0 for s in strings), body)
+        inner, trail = kerns[1:-1], kerns.pop()
+        lengths = set(map(len, strings)) if escaped else lengths
+        return KernedText(data, strings, kerns, trail, sum(inner), min(inner, default=0.0), max(inner, default=0.0),
+                          all(n % (4 if hexed else 2) == 0 for n in lengths), hexed, body)
+
+    def runs(self, back, size, scale):
+        """Return (the shift before, the strings joined, the shifts between them) of each run of strings, for
+        text of a size, scale and direction (back: -1 down the page, else 1): a shift wider than a space
+        ends a run."""
+        runs = []
+        for kern, string in zip(self.kerns, self.strings):
+            shift = -back * kern / 1000 * size * scale  # (as text_pieces reads it, item by item)
+            if runs and not shift > PDF_WORD_GAP * size:
+                runs[-1][1].append(string)
+                runs[-1][2] += shift
+            else:
+                runs.append([shift, [string], 0.0])
+        return [(before, bytes.fromhex(b"".join(strings).decode()) if self.hexed else b"".join(strings), between)
+                for before, strings, between in runs]
 
 
 # The operators, each a function of (state, operands, drawing); an operator not in OPERATORS (paths,
@@ -7209,20 +7234,15 @@ def text_pieces(state, items):
     # (ISO 32000-1 9.4.4: ty = (w1 - Tj / 1000) * Tfs + Tc + Tw, w1 an em down)
     scale, back = (1.0, -1) if font.vertical else (scale, 1)
     if isinstance(items, KernedText) and font.code_bytes in (1, 2) and (font.code_bytes == 1 or items.pairs):
-        runs = []  # [the shift before, strings, the shifts between them]: strings between two spaces, joined
-        for kern, string in zip(items.kerns, items.strings):  # (codes would straddle two strings otherwise)
-            shift = -back * kern / 1000 * size * scale
-            if runs and not shift > PDF_WORD_GAP * size:  # (as apart is decided below)
-                runs[-1][1].append(string)
-                runs[-1][2] += shift
-            else:
-                runs.append([shift, [string], 0.0])
-        for before, strings, between in runs:
-            text, width, codes, spaces = show_codes(font, b"".join(strings))
+        step, space = -back / 1000 * size * scale, PDF_WORD_GAP * size  # (codes would straddle two strings otherwise)
+        runs = [(items.kerns[0] * step, items.data, items.inner * step)] \
+            if not (items.least * step > space or items.most * step > space) else items.runs(back, size, scale)
+        for before, data, between in runs:
+            text, width, codes, spaces = show_codes(font, data)
             width, start = codes if font.vertical else width, advance + before
             advance = start + (width * size + back * (char_space * codes + word_space * spaces)) * scale + between
             pieces.append([start, advance, [text]])
-        return pieces, advance - back * items.trail / 1000 * size * scale
+        return pieces, advance + items.trail * step
     items = text_array(items.body) if isinstance(items, KernedText) else items
     for item in items:
         if isinstance(item, bytes):
