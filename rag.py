@@ -6503,6 +6503,59 @@ def truetype_unicodes(pdf, stream):
     return unicodes
 
 
+# The widths of the standard fonts' characters (Adobe's Core 14 metrics, in thousandths of an em): the
+# printable ASCII characters, then ‘’“”–—•…. An old PDF may name Helvetica or Times without listing its
+# widths (PDF 1.4 let it): text placed by a width guessed wrongly runs into what is drawn after it
+# ("RED_state,Rshorteset,Eforrror" for "RED_state, short for Reset, Error"). Arial has Helvetica's widths,
+# Times New Roman Times', an oblique or italic Helvetica the upright's; Courier's are all 600.
+STANDARD_CHARACTERS = "".join(map(chr, range(32, 127))) + "\u2018\u2019\u201c\u201d\u2013\u2014\u2022\u2026"
+STANDARD_LIKE = {"\u00a0": " ", "\u00ad": "-", "\u2212": "-"}  # (no-break space, soft hyphen, minus: as wide as)
+STANDARD_WIDTHS = {name: dict(zip(STANDARD_CHARACTERS, map(int, widths.split()))) for name, widths in {
+    "Helvetica": "278 278 355 556 556 889 667 191 333 333 389 584 278 333 278 278 556 556 556 556 556 556 556 556 "
+        "556 556 278 278 584 584 584 556 1015 667 667 722 722 667 611 778 722 278 500 667 556 833 722 778 "
+        "667 778 722 667 611 722 667 944 667 667 611 278 278 278 469 556 333 556 556 500 556 556 278 556 "
+        "556 222 222 500 222 833 556 556 556 556 333 500 278 556 500 722 500 500 500 334 260 334 584 222 "
+        "222 333 333 556 1000 350 1000",
+    "Helvetica-Bold": "278 333 474 556 556 889 722 238 333 333 389 584 278 333 278 278 556 556 556 556 556 556 556 556 "
+        "556 556 333 333 584 584 584 611 975 722 722 722 722 667 611 778 722 278 556 722 611 833 722 778 "
+        "667 778 722 667 611 722 667 944 667 667 611 333 278 333 584 556 333 556 611 556 611 556 333 611 "
+        "611 278 278 556 278 889 611 611 611 611 389 556 333 611 556 778 556 556 500 389 280 389 584 278 "
+        "278 500 500 556 1000 350 1000",
+    "Times-Roman": "250 333 408 500 500 833 778 180 333 333 500 564 250 333 250 278 500 500 500 500 500 500 500 500 "
+        "500 500 278 278 564 564 564 444 921 722 667 667 722 611 556 722 722 333 389 722 611 889 722 722 "
+        "556 722 667 556 611 722 722 944 722 722 611 333 278 333 469 500 333 444 500 444 500 444 333 500 "
+        "500 278 278 500 278 778 500 500 500 500 333 389 278 500 500 722 500 500 444 480 200 480 541 333 "
+        "333 444 444 500 1000 350 1000",
+    "Times-Bold": "250 333 555 500 500 1000 833 278 333 333 500 570 250 333 250 278 500 500 500 500 500 500 500 500 "
+        "500 500 333 333 570 570 570 500 930 722 667 722 722 667 611 778 778 389 500 778 667 944 722 778 "
+        "611 778 722 556 667 722 722 1000 722 722 667 333 278 333 581 500 333 500 556 444 556 444 333 500 "
+        "556 278 333 556 278 833 556 500 556 556 444 389 333 556 500 722 500 500 444 394 220 394 520 333 "
+        "333 500 500 500 1000 350 1000",
+    "Times-Italic": "250 333 420 500 500 833 778 214 333 333 500 675 250 333 250 278 500 500 500 500 500 500 500 500 "
+        "500 500 333 333 675 675 675 500 920 611 611 667 722 611 611 722 722 333 444 667 556 833 667 722 "
+        "611 722 611 500 556 722 611 833 611 556 556 389 278 389 422 500 333 500 500 444 500 444 278 500 "
+        "500 278 278 444 278 722 500 500 500 500 389 389 278 500 444 667 444 444 389 400 275 400 541 333 "
+        "333 556 556 500 889 350 889",
+    "Times-BoldItalic": "250 389 555 500 500 833 778 278 333 333 500 570 250 333 250 278 500 500 500 500 500 500 500 500 "
+        "500 500 333 333 570 570 570 500 832 667 667 667 722 667 667 722 778 389 500 667 611 889 722 722 "
+        "611 722 667 556 611 722 667 889 667 611 611 333 278 333 570 500 333 500 500 444 500 444 333 500 "
+        "556 278 278 500 278 778 556 500 500 500 389 389 278 556 444 667 500 444 389 348 220 348 570 333 "
+        "333 500 500 500 1000 350 1000",
+}.items()}
+
+
+def standard_widths(name):
+    """Return the widths (character -> thousandths of an em) of the standard font a font's name says it
+    is (Helvetica or Arial, Times or Times New Roman; bold, italic), or None."""
+    name = name.rpartition("+")[2].lower()  # (after a subset's "ABCDEF+")
+    family = "Times" if "times" in name else "Helvetica" if "helvetica" in name or "arial" in name else None
+    if family is None:
+        return None
+    bold, italic = "bold" in name, "italic" in name or "oblique" in name
+    style = ("Bold" if bold else "") + ("Italic" if italic and family == "Times" else "")
+    return STANDARD_WIDTHS[family + ("-" + style if style else "-Roman" if family == "Times" else "")]
+
+
 def load_font(pdf, font):
     """Return the Font of a font dictionary: simple (Type1, TrueType, Type3) or composite (Type0)."""
     get = pdf.get
@@ -6523,6 +6576,10 @@ def load_font(pdf, font):
         default = float(get(descriptor.get("MissingWidth", 0))) * scale or (
             0.0 if listed else 0.6 if "Courier" in str(get(font.get("BaseFont"))) else 0.5)
         text = {**simple_encoding(pdf, font, kind, descriptor, bool(text)), **text}
+        standard = not listed and kind != "Type3" and standard_widths(str(get(font.get("BaseFont"))))
+        if standard:  # (an accented letter is as wide as its letter: é as e)
+            widths = {code: standard.get(STANDARD_LIKE.get(t) or unicodedata.normalize("NFD", t)[:1], 500) / 1000
+                      for code, t in text.items() if len(t) == 1}
     sizes = {r[0] for r in ranges}
     name = get(font.get("BaseFont"))  # (said in messages: never empty)
     return Font(str(name) if isinstance(name, str) and name.strip() else "(no name)", sizes.pop() if len(sizes) == 1 else 0,
