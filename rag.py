@@ -8525,10 +8525,15 @@ def read_docx(data, path):
                 "word/document.xml")
     body = part(main).find(W + "body")
     linked = relationships(part, main).values()
-    levels = {}
+    levels, styles = {}, None
     for kind, name in linked:
         if kind == "styles":
-            levels = docx_style_levels(part(name, required=False))
+            styles = part(name, required=False)
+            levels = docx_style_levels(styles)
+    for kind, name in linked:
+        lists = part(name, required=False) if kind == "numbering" and body is not None else None
+        if lists is not None:
+            number_paragraphs(body, docx_lists(lists), docx_style_numbers(styles))
     notes, furniture = {}, []
     for kind, name in linked:
         root = part(name, required=False) if kind in ("footnotes", "endnotes", "header", "footer") else None
@@ -8585,6 +8590,119 @@ def docx_style_levels(styles):
         return outline_level(outline) if outline is not None else level(based, depth + 1)
 
     return {style_id: level(style_id, 0) for style_id in found}
+
+
+def number_paragraphs(body, lists, style_numbers):
+    """Write each numbered paragraph's number at its start, as Word shows it ("2.1 Scope", "b) if so"):
+    the list and level a paragraph is in (its own, else its style's) and the lists' levels (docx_lists)
+    say it. Each list counts its levels; a level counted again starts those under it anew. Bullets are
+    left out."""
+    counts = {}  # list id -> the count at each level, None where it starts anew
+    unread = {id(node) for copy in body.iter(MC + "Fallback") for node in copy.iter(W + "p")}  # (a drawing's copy
+    for node in body.iter(W + "p"):  # for old readers, which flatten skips)
+        properties = node[0] if len(node) and node[0].tag == W + "pPr" else None  # (written first, if at all)
+        if properties is None or id(node) in unread:
+            continue
+        style = properties.find(W + "pStyle")
+        style = style.get(W + "val") if style is not None else None
+        number = properties.find(W + "numPr")
+        if number is None and style not in style_numbers:
+            continue
+        list_id, level = style_numbers.get(style, (None, None))
+        for setting in number if number is not None else ():
+            list_id = setting.get(W + "val") if setting.tag == W + "numId" else list_id
+            level = setting.get(W + "val") if setting.tag == W + "ilvl" else level
+        levels = lists.get(list_id)  # (list "0": numbering taken off)
+        if levels is None:
+            continue
+        level = int(level) if level in tuple("012345678") else \
+            next((n for n, defined in enumerate(levels) if style and defined[5] == style), 0)
+        count = counts.setdefault(list_id, [None] * 9)
+        count[level] = levels[level][0] if count[level] is None else count[level] + 1
+        count[level + 1:] = [None] * (8 - level)
+        start, form, text, legal, suffix, _ = levels[level]
+        if form == "bullet":
+            continue
+        label = re.sub("%([1-9])", lambda m: list_number(
+            count[int(m[1]) - 1] if count[int(m[1]) - 1] is not None else levels[int(m[1]) - 1][0],
+            "decimal" if legal else levels[int(m[1]) - 1][1]), text)
+        if label.strip():
+            run, written = node.makeelement(W + "r", {}), node.makeelement(W + "t", {})
+            written.text = label + ("" if suffix == "nothing" else " ")
+            run.append(written)
+            node.insert(0, run)  # (as a run of the paragraph's own: a heading reads "## 2.1 Scope")
+
+
+def docx_lists(numbering):
+    """Return {list id: its 9 levels} of word/numbering.xml, each level (start, format, text such as
+    "%1.%2.", numbered as decimals alone (legal), what follows the number, the style that is the level)."""
+    def level(element, default):
+        found = {child.tag: child.get(W + "val") for child in element}
+        start = found.get(W + "start", "")
+        return (int(start) if start.isdecimal() and len(start) < 10 else default[0], found.get(W + "numFmt", default[1]),
+                found.get(W + "lvlText", default[2]), W + "isLgl" in found, found.get(W + "suff", default[4]),
+                found.get(W + "pStyle", default[5]))
+    plain = (1, "decimal", "", False, "tab", None)
+    abstract = {}
+    for definition in numbering.iter(W + "abstractNum"):
+        levels = [plain] * 9
+        for element in definition.iter(W + "lvl"):
+            number = element.get(W + "ilvl", "")
+            if number in tuple("012345678"):
+                levels[int(number)] = level(element, plain)
+        abstract[definition.get(W + "abstractNumId")] = levels
+    lists = {}
+    for instance in numbering.iter(W + "num"):
+        base = instance.find(W + "abstractNumId")
+        levels = list(abstract.get(base.get(W + "val") if base is not None else None) or [])
+        for override in instance.iter(W + "lvlOverride") if levels else ():  # (a list restarted, or changed)
+            number = override.get(W + "ilvl", "")
+            if number not in tuple("012345678"):
+                continue
+            changed, start = override.find(W + "lvl"), override.find(W + "startOverride")
+            levels[int(number)] = level(changed, levels[int(number)]) if changed is not None else levels[int(number)]
+            if start is not None and (start.get(W + "val") or "").isdecimal() and len(start.get(W + "val")) < 10:
+                levels[int(number)] = (int(start.get(W + "val")),) + levels[int(number)][1:]
+        if levels:
+            lists[instance.get(W + "numId")] = levels
+    return lists
+
+
+def docx_style_numbers(styles):
+    """Return {style id: (list id, level or None)} for the paragraph styles that number their
+    paragraphs (headings often do), as they say or inherit (basedOn)."""
+    found = {}
+    for style in styles.iter(W + "style") if styles is not None else ():
+        number, based = style.find(W + "pPr/" + W + "numPr"), style.find(W + "basedOn")
+        values = {child.tag: child.get(W + "val") for child in (number if number is not None else ())}
+        found[style.get(W + "styleId")] = (values.get(W + "numId"), values.get(W + "ilvl"),
+                                           None if based is None else based.get(W + "val"))
+    numbers = {}
+    for style_id in found:
+        at, depth = style_id, 0
+        while at in found and found[at][0] is None and depth < 20:  # (20: a basedOn loop ends too)
+            at, depth = found[at][2], depth + 1
+        if at in found and found[at][0] is not None:
+            numbers[style_id] = found[at][:2]
+    return numbers
+
+
+ROMAN_NUMERALS = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"), (40, "xl"),
+                  (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
+
+
+def list_number(count, form):
+    """Return a list's count as its format writes it: decimal 3, decimalZero 03, lowerLetter c (27: aa),
+    upperRoman III...; others (and counts too large for letters or numerals) as decimals."""
+    if form in ("lowerLetter", "upperLetter") and 0 < count <= 26 * 20:
+        letters = chr(ord("a") + (count - 1) % 26) * ((count - 1) // 26 + 1)
+        return letters.upper() if form == "upperLetter" else letters
+    if form in ("lowerRoman", "upperRoman") and 0 < count < 4000:
+        numeral = ""
+        for value, letters in ROMAN_NUMERALS:
+            numeral, count = numeral + letters * (count // value), count % value
+        return numeral.upper() if form == "upperRoman" else numeral
+    return "" if form == "none" else f"{count:02d}" if form == "decimalZero" else str(count)
 
 
 def read_pptx(data, path):

@@ -5902,6 +5902,42 @@ def style(style_id, name, based=None, outline=None):
 
 class DocxTest(unittest.TestCase):
 
+    def test_numbered_paragraphs_read_with_the_numbers_word_shows(self):
+        """Word writes a numbered clause's number nowhere in its text: word/numbering.xml says how each list
+        counts its levels ("%1.%2", decimal, letters, roman), and a paragraph (or its style, as numbered
+        headings) which list and level it is in. "Section 2.1" was not in the text. A level counted again
+        starts those under it anew; a list restarted (a new instance, startOverride) counts from its start;
+        numId 0 takes a style's numbering off; bullets add nothing; legal numbering writes decimals."""
+        def level(number, form, text, start=1, extra=""):
+            return (f'<w:lvl w:ilvl="{number}"><w:start w:val="{start}"/><w:numFmt w:val="{form}"/>'
+                    f'<w:lvlText w:val="{text}"/>{extra}</w:lvl>')
+        numbering = (f"<w:numbering {WORD}>"
+                     '<w:abstractNum w:abstractNumId="0">' + level(0, "decimal", "%1", extra='<w:pStyle w:val="H1"/>')
+                     + level(1, "decimal", "%1.%2", extra='<w:pStyle w:val="H2"/>') + "</w:abstractNum>"
+                     '<w:abstractNum w:abstractNumId="1">' + level(0, "lowerLetter", "%1)") + level(1, "upperRoman", "(%2)")
+                     + level(2, "lowerRoman", "%1.%2.%3", extra="<w:isLgl/>") + "</w:abstractNum>"
+                     '<w:abstractNum w:abstractNumId="2">' + level(0, "bullet", "\uf0b7") + "</w:abstractNum>"
+                     '<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>'
+                     '<w:num w:numId="3"><w:abstractNumId w:val="1"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="4"/>'
+                     '</w:lvlOverride></w:num><w:num w:numId="4"><w:abstractNumId w:val="2"/></w:num></w:numbering>')
+        styles = (style("H1", "heading 1").replace("</w:style>", '<w:pPr><w:numPr><w:numId w:val="1"/></w:numPr></w:pPr></w:style>')
+                  + style("H2", "heading 2", based="H1"))
+        def item(text, list_id, number=None):
+            level = f'<w:ilvl w:val="{number}"/>' if number is not None else ""
+            return f'<w:p><w:pPr><w:numPr>{level}<w:numId w:val="{list_id}"/></w:numPr></w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>'
+        body = (p("Scope", "H1") + p("Terms", "H2") + item("if so", 2, 0) + item("then", 2, 1) + item("deep", 2, 2)
+                + item("else", 2, 0) + item("then again", 2, 1) + p("Fees", "H1") + p("Rates", "H2") + p("Limits", "H2")
+                + item("restarted", 3, 0) + item("a point", 4, 0) + item("Unnumbered", 0)
+                + '<w:p><w:pPr><w:pStyle w:val="H1"/><w:numPr><w:numId w:val="0"/></w:numPr></w:pPr><w:r><w:t>Annex</w:t></w:r></w:p>'
+                + '<w:p><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent>%s</w:txbxContent>'
+                  '</w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent>%s</w:txbxContent></w:pict></mc:Fallback>'
+                  '</mc:AlternateContent></w:r></w:p>' % (item("boxed", 3, 0), item("boxed", 3, 0)) + item("after the box", 3, 0))
+        data = docx(body, styles, {"word/numbering.xml": numbering}, [("numbering", "numbering.xml")])
+        self.assertEqual(rag.read_docx(data, "a.docx"), ["\n\n".join([
+            "# 1 Scope", "## 1.1 Terms", "a) if so", "(I) then", "1.1.1 deep", "b) else", "(I) then again", "# 2 Fees",
+            "## 2.1 Rates", "## 2.2 Limits", "d) restarted", "a point", "Unnumbered", "# Annex", "e) boxed",
+            "f) after the box"])])  # (a text box is counted once, not again in its copy for old readers)
+
     def test_heading_levels_come_from_style_names_outline_levels_and_inheritance(self):
         styles = "".join([style("Titel", "Title"), style("berschrift1", "heading 1"), style("berschrift2", "heading 2"),
                           style("Mine", "My heading", based="berschrift2"), style("Custom", "Custom", outline=2),
