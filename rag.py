@@ -8225,6 +8225,7 @@ TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
+ODF_STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"            # EPUB
 OPF = "{http://www.idpf.org/2007/opf}"
 XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
@@ -9073,7 +9074,8 @@ def read_odf(data, path):
     """Return an OpenDocument file's pages: the whole text (ODT), a page per sheet (ODS, as in
     sheet_pages), or a page per slide with its notes (ODP)."""
     part = zip_reader(data, path)
-    body = part("content.xml").find(OFFICE + "body")
+    content = part("content.xml")
+    body = content.find(OFFICE + "body")
     document = body[0] if body is not None and len(body) else None
     if document is None:
         return [""]
@@ -9084,7 +9086,79 @@ def read_odf(data, path):
     if document.tag in (OFFICE + "presentation", OFFICE + "drawing"):
         return [odp_page(page, objects) for page in document.iter(DRAW + "page")]
     cite = {TEXT + "note": lambda e: flatten(e.findall(TEXT + "note-body"), ODF_MARKUP), **objects}
+    named = {name for name in map(lambda e: e.get(TEXT + "style-name"), document.iter(TEXT + "list")) if name}
+    headed = next(document.iter(TEXT + "h"), None) is not None  # (headings are numbered by styles.xml's outline)
+    styles = odf_list_styles([content]) if named else {}  # (and styles.xml's, when a list's style is there)
+    number_odf_lists(document, {**odf_list_styles([part("styles.xml", required=False)]), **styles}
+                     if named - set(styles) or headed else styles)
     return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
+
+
+def odf_list_styles(roots):
+    """Return {list style name: {level: (format, prefix, suffix, start, levels shown)}} of the numbered
+    levels of the list styles in these parts (content.xml's own styles, styles.xml); the headings' outline
+    numbering as the style None."""
+    styles = {}
+    for root, kind in itertools.product(roots, ("list-style", "outline-style")):
+        for style in root.iter(TEXT + kind) if root is not None else ():
+            levels = styles.setdefault(style.get(ODF_STYLE + "name") if kind == "list-style" else None, {})
+            for level in style.iter(TEXT + "list-level-style-number" if kind == "list-style" else TEXT + "outline-level-style"):
+                start = level.get(TEXT + "start-value", "1")
+                levels[count_attribute(level, TEXT + "level", 10)] = (
+                    ODF_NUMBERS.get(level.get(ODF_STYLE + "num-format", ""), "none"), level.get(ODF_STYLE + "num-prefix", ""),
+                    level.get(ODF_STYLE + "num-suffix", ""), int(start) if start.isdecimal() and len(start) < 10 else 1,
+                    count_attribute(level, TEXT + "display-levels", 10))
+    return styles
+
+
+ODF_NUMBERS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman", "I": "upperRoman"}
+
+
+def number_odf_lists(document, styles):
+    """Write each numbered list item's number at the start of its first paragraph, as LibreOffice shows it
+    ("2.", "1.3)", "b)"): ODF keeps it in the list's style, not in the text. A list inside an item is a
+    level down; a list that says so (text:continue-numbering, text:continue-list) goes on counting where
+    the one before stopped; bullets add nothing."""
+    last, seen = [None] * 10, set()  # (the counts of the list before, at each level; the lists counted)
+    for top in document.iter(TEXT + "list"):  # (the lists, in document order: the outer before those in it)
+        if id(top) in seen:
+            continue
+        goes_on = top.get(TEXT + "continue-numbering") == "true" or top.get(TEXT + "continue-list")
+        counts = last = last if goes_on else [None] * 10
+        stack = [(top, None, 0)]  # (a list or an item, its list style, its depth)
+        while stack:  # (a loop, not recursion: nesting can be deep)
+            node, style, depth = stack.pop()
+            if node.tag == TEXT + "list":
+                seen.add(id(node))
+                style, depth = node.get(TEXT + "style-name") or style, depth + 1
+                stack.extend((item, style, depth) for item in reversed(node) if item.tag == TEXT + "list-item")
+                continue
+            levels = styles.get(style, {})
+            if depth < 10:
+                counts[depth] = levels.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
+                counts[depth + 1:] = [None] * (9 - depth)
+            first = next((child for child in node if child.tag in (TEXT + "p", TEXT + "h")), None)
+            seen.update(id(child) for child in node if child.tag == TEXT + "h")  # (a heading in a list: its number)
+            if first is not None and depth < 10:
+                odf_label(first, levels, counts, depth)
+            stack.extend((inner, style, depth) for inner in reversed(node) if inner.tag == TEXT + "list")
+    outline, counts = styles.get(None, {}), [None] * 11
+    for heading in document.iter(TEXT + "h") if outline else ():  # the headings, by the outline's numbering
+        depth = count_attribute(heading, TEXT + "outline-level", 10)
+        if id(heading) not in seen:
+            counts[depth] = outline.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
+            counts[depth + 1:] = [None] * (10 - depth)
+            odf_label(heading, outline, counts, depth)
+
+
+def odf_label(paragraph, levels, counts, depth):
+    """Write a numbered list item's or heading's number at the start of its paragraph: its level's format,
+    with the counts of as many levels above it as the level shows ("2.1"), between its prefix and suffix."""
+    form, prefix, suffix, start, shown = levels.get(depth, ("none", "", "", 1, 1))
+    if form != "none":
+        label = ".".join(list_number(counts[n] if counts[n] is not None else levels.get(n, (0, 0, 0, 1))[3],
+                                     levels.get(n, (form,))[0]) for n in range(max(1, depth - shown + 1), depth + 1))
+        paragraph.text = prefix + label + suffix + " " + (paragraph.text or "")
 
 
 def ods_drawn(table, objects):

@@ -6290,6 +6290,40 @@ def odf(kind, body):
 
 class OdfTest(unittest.TestCase):
 
+    def test_numbered_list_items_read_with_the_numbers_libreoffice_shows(self):
+        """ODF keeps a list item's number in the list's style (text:list-level-style-number), not in the
+        text: "2.1" was read as nothing. A list inside an item is a level down (here shown with the level
+        above it: 2.1); a list of its own starts again, one that continues the one before goes on counting;
+        bullets add nothing. Headings are numbered so by the outline style, in styles.xml."""
+        def level(number, form, suffix="", shown=1):
+            return (f'<text:list-level-style-number text:level="{number}" style:num-format="{form}" '
+                    f'style:num-suffix="{suffix}" text:display-levels="{shown}"/>')
+        styles = (f'<text:list-style style:name="L1">{level(1, "1", ".")}{level(2, "1", "", 2)}{level(3, "a", ")")}</text:list-style>'
+                  '<text:list-style style:name="L2"><text:list-level-style-bullet text:level="1" text:bullet-char="-"/>'
+                  '</text:list-style>')
+        item = lambda text, inner="": f"<text:list-item><text:p>{text}</text:p>{inner}</text:list-item>"  # noqa: E731
+        body = (f'<text:list text:style-name="L1">{item("Alpha")}'
+                f'{item("Beta", "<text:list>" + item("x", "<text:list>" + item("deep") + "</text:list>") + item("y") + "</text:list>")}'
+                f'</text:list><text:p>Between</text:p><text:list text:style-name="L1">{item("Gamma")}</text:list>'
+                f'<text:list text:style-name="L1" text:continue-numbering="true">{item("Delta")}</text:list>'
+                f'<text:list text:style-name="L2">{item("Echo")}</text:list>')
+        content = (f'<office:document-content {ODF} xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0">'
+                   f"<office:automatic-styles>{styles}</office:automatic-styles>"
+                   f"<office:body><office:text>{body}</office:text></office:body></office:document-content>")
+        data = zipped({"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": content})
+        self.assertEqual(rag.read_odf(data, "a.odt"), ["\n\n".join(
+            ["1. Alpha", "2. Beta", "2.1 x", "a) deep", "2.2 y", "Between", "1. Gamma", "2. Delta", "Echo"])])
+        # headings are numbered by styles.xml's outline style (LibreOffice's chapter numbering)
+        outline = (f'<office:document-styles {ODF} xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0">'
+                   '<office:styles><text:outline-style style:name="Outline">'
+                   '<text:outline-level-style text:level="1" style:num-format="1" style:num-suffix="."/>'
+                   '<text:outline-level-style text:level="2" style:num-format="1" text:display-levels="2"/>'
+                   '</text:outline-style></office:styles></office:document-styles>')
+        headings = "".join(f'<text:h text:outline-level="{n}">{title}</text:h>' for n, title in ((1, "Scope"), (2, "Terms"), (1, "Fees")))
+        data = zipped({"mimetype": "application/vnd.oasis.opendocument.text", "styles.xml": outline,
+                       "content.xml": content.replace(body, headings)})
+        self.assertEqual(rag.read_odf(data, "a.odt"), ["# 1. Scope\n\n## 1.1 Terms\n\n# 2. Fees"])
+
     def test_odt_headings_spaces_lists_notes_tables_and_what_is_left_out(self):
         body = ('<text:tracked-changes><text:changed-region><text:deletion><text:p>deleted words</text:p>'
                 '</text:deletion></text:changed-region></text:tracked-changes>'
