@@ -8715,7 +8715,9 @@ def read_pptx(data, path):
     for slide_id in part("ppt/presentation.xml").iter(P + "sldId"):
         kind, name = linked.get(slide_id.get(R + "id"), ("", ""))
         if kind == "slide":
-            title, blocks = pptx_shapes(part(name), drawn_parts(part, name))
+            root = part(name)
+            number_slide_paragraphs(root)
+            title, blocks = pptx_shapes(root, drawn_parts(part, name))
             for kind, notes in relationships(part, name).values():
                 if kind == "notesSlide":
                     blocks += pptx_shapes(part(notes))[1]  # a notes page has no title
@@ -8735,6 +8737,37 @@ def pptx_shapes(root, drawn=None):
                 (title if kind in ("title", "ctrTitle") else blocks).extend(flatten([shape], PPTX_MARKUP, None, drawn))
         break  # the first tree is the slide's; no slide has two
     return title, blocks
+
+
+def number_slide_paragraphs(root):
+    """Write each auto-numbered paragraph's number at its start, as PowerPoint shows it ("1.", "b)",
+    "(IV)"): a:buAutoNum says the scheme and the start. Paragraphs of one level of a text count on until
+    one of that level is not numbered so; one a level down does not stop them; an empty one is not counted."""
+    for body in itertools.chain(root.iter(P + "txBody"), root.iter(A + "txBody")):
+        counts = [None] * 9  # (count, scheme) at each level
+        for paragraph in body.findall(A + "p"):
+            found = paragraph.find(A + "pPr")
+            level = found.get("lvl", "0") if found is not None else "0"
+            level = int(level) if level in tuple("012345678") else 0
+            number = found.find(A + "buAutoNum") if found is not None else None
+            counts[level + 1:] = [None] * (8 - level)
+            if number is None or not "".join(paragraph.itertext()).strip():
+                counts[level] = None if number is None else counts[level]
+                continue
+            scheme, start = number.get("type", "arabicPeriod"), number.get("startAt", "1")
+            start = int(start) if start.isdecimal() and len(start) < 6 else 1
+            counts[level] = (start if counts[level] is None or counts[level][1] != scheme else counts[level][0] + 1, scheme)
+            written = list_number(counts[level][0], next((form for kind, form in AUTONUMBER_FORMS if scheme.startswith(kind)), "decimal"))
+            written = "(" + written + ")" if scheme.endswith("ParenBoth") else written + ")" if scheme.endswith("ParenR") \
+                else written if scheme.endswith("Plain") else written + "."
+            run, text = paragraph.makeelement(A + "r", {}), paragraph.makeelement(A + "t", {})
+            text.text = written + " "
+            run.append(text)
+            paragraph.insert(1 if found is not None and paragraph[0] is found else 0, run)
+
+
+AUTONUMBER_FORMS = (("arabic", "decimal"), ("alphaLc", "lowerLetter"), ("alphaUc", "upperLetter"),
+                    ("romanLc", "lowerRoman"), ("romanUc", "upperRoman"))  # (others: decimals)
 
 
 def drawn_parts(part, name):

@@ -6103,6 +6103,24 @@ def graphic_frame(link, inner="p:graphicFrame"):
 
 class PptxTest(unittest.TestCase):
 
+    def test_auto_numbered_paragraphs_read_with_the_numbers_powerpoint_shows(self):
+        """A slide's numbered list keeps no number in its text (a:buAutoNum): "Step 3" was read as nothing.
+        A level counts on past a paragraph a level down; a paragraph of its level not numbered so starts it
+        again; an empty one is not counted; the scheme says letters, numerals, parentheses, the start."""
+        def numbered(text, scheme=None, level=0, start=None):
+            number = f'<a:buAutoNum type="{scheme}"' + (f' startAt="{start}"' if start else "") + "/>" if scheme else ""
+            return f'<a:p><a:pPr lvl="{level}">{number}</a:pPr><a:r><a:t>{text}</a:t></a:r></a:p>'
+        paragraphs = (numbered("Plan", "arabicPeriod") + numbered("Build", "arabicPeriod") + numbered("tests", "alphaLcParenR", 1)
+                      + numbered("docs", "alphaLcParenR", 1) + numbered("", "arabicPeriod") + numbered("Ship", "arabicPeriod")
+                      + numbered("Note") + numbered("Again", "arabicPeriod") + numbered("Fourth", "romanUcParenBoth", 0, 4))
+        body = f"<p:sp><p:nvSpPr><p:cNvPr id='1' name='x'/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:txBody>{paragraphs}</p:txBody></p:sp>"
+        parts = {"ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" r:id="rId1"/>'
+                                         '</p:sldIdLst></p:presentation>',
+                 "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml")),
+                 "ppt/slides/slide1.xml": slide("sld", body)}
+        self.assertEqual(rag.read_pptx(zipped(parts), "a.pptx"), ["\n\n".join(
+            ["1. Plan", "2. Build", "a) tests", "b) docs", "3. Ship", "Note", "1. Again", "(IV) Fourth"])])
+
     def test_slides_in_presentation_order_with_title_heading_tables_and_notes(self):
         table = ('<p:graphicFrame><a:graphic><a:graphicData><a:tbl><a:tr>'
                  '<a:tc><a:txBody><a:p><a:r><a:t>Japan</a:t></a:r></a:p></a:txBody></a:tc>'
