@@ -7290,8 +7290,9 @@ def text_pieces(state, items):
     # Down the page, character and word spacing (up, when positive) shorten the step, and a number moves on
     # (ISO 32000-1 9.4.4: ty = (w1 - Tj / 1000) * Tfs + Tc + Tw, w1 an em down)
     scale, back = (1.0, -1) if font.vertical else (scale, 1)
+    # (joined, the strings of a font of codes of several lengths, or of 2-byte codes cut in two, could straddle)
     if isinstance(items, KernedText) and font.code_bytes in (1, 2) and (font.code_bytes == 1 or items.pairs):
-        step, space = -back / 1000 * size * scale, PDF_WORD_GAP * size  # (codes would straddle two strings otherwise)
+        step, space = -back / 1000 * size * scale, PDF_WORD_GAP * size  # (a kern's shift along the line; a space)
         runs = [(items.kerns[0] * step, items.data, items.inner * step)] \
             if not (items.least * step > space or items.most * step > space) else items.runs(back, size, scale)
         for before, data, between in runs:
@@ -8599,8 +8600,9 @@ def number_paragraphs(body, lists, style_numbers):
     say it. Each list counts its levels; a level counted again starts those under it anew. Bullets are
     left out."""
     counts = {}  # list id -> the count at each level, None where it starts anew
-    unread = {id(node) for copy in body.iter(MC + "Fallback") for node in copy.iter(W + "p")}  # (a drawing's copy
-    for node in body.iter(W + "p"):  # for old readers, which flatten skips)
+    # (a text box's copy for old readers, which flatten skips, is not counted again)
+    unread = {id(node) for copy in body.iter(MC + "Fallback") for node in copy.iter(W + "p")}
+    for node in body.iter(W + "p"):
         properties = node[0] if len(node) and node[0].tag == W + "pPr" else None  # (written first, if at all)
         if properties is None or id(node) in unread:
             continue
@@ -8944,7 +8946,7 @@ def number_shown(value, code, epoch):
     sections = format_sections(code)
     section = sections[0] if number > 0 or len(sections) == 1 or (number == 0 and len(sections) == 2) else \
         sections[1] if number < 0 else sections[2]
-    if any(t[:1] == "[" and t[1:2] in "<>=" or t == "/" for t in section):
+    if any(t[:2] in ("[<", "[>", "[=") or t == "/" for t in section):
         section = ("General",)
     try:
         text = placed_digits(abs(number) * 100 ** min(section.count("%"), 9), section)
@@ -8981,15 +8983,13 @@ def placed_digits(number, section):
     integer = integer.lstrip("0").rjust(whole.count("0"), "0")
     if grouped and integer:
         integer = f"{int(integer):,}"
-    placed = []
-    for empty in whole[:0:-1]:  # the last placeholder takes the last digit; the first, all those left over
+    placed = []  # (from the last placeholder back: it takes the last digit; the first, all those left over)
+    for empty in whole[:0:-1]:
         placed.append(integer[-1:] or empty)
         integer = integer[:-1]
     placed += [integer or whole[0]] if whole else []
-    placed.reverse()
-    placed += [digit or empty for empty, digit in itertools.zip_longest(decimals, fraction)]
-    placed.reverse()
-    return "".join(text if isinstance(text, str) else placed.pop() if text == PLACE else
+    digits = iter(placed[::-1] + [digit or empty for empty, digit in itertools.zip_longest(decimals, fraction)])
+    return "".join(text if isinstance(text, str) else next(digits) if text == PLACE else
                    "." * bool(fraction) if text == POINT else exponent for text in shown)
 
 
@@ -9152,7 +9152,8 @@ def number_odf_lists(document, styles):
     ("2.", "1.3)", "b)"): ODF keeps it in the list's style, not in the text. A list inside an item is a
     level down; a list that says so (text:continue-numbering, text:continue-list) goes on counting where
     the one before stopped; bullets add nothing."""
-    last, seen = [None] * 10, set()  # (the counts of the list before, at each level; the lists counted)
+    last, seen = [None] * 10, set()  # (the counts of the list before, at each level; the lists counted, and
+    # the headings in them, numbered as items, not by the outline)
     for top in document.iter(TEXT + "list"):  # (the lists, in document order: the outer before those in it)
         if id(top) in seen:
             continue
