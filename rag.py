@@ -8235,8 +8235,9 @@ XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
 def zip_reader(data, path):
     """Return part(name): the parsed XML of one member of the zip archive in data (None for a missing
     part that is not required); part(name, raw=True) gives its bytes, part(name, stream=True) a file to
-    read them from (for a part too large to hold at once: a sheet). Sizes are checked first, and again
-    as the bytes come: a zip's directory may lie about them."""
+    read them from (for a part too large to hold at once: a sheet); part(name, adds="its headings") one
+    that only adds to the text, None (and a warning) when it is damaged. Sizes are checked first, and
+    again as the bytes come: a zip's directory may lie about them."""
     import io  # here, not at the top: only office files need them (see the note after the imports)
     import zipfile
     try:
@@ -8254,7 +8255,13 @@ def zip_reader(data, path):
                        "unpacks of a file (ZIP_MAX_TOTAL_BYTES in rag.py)")
     left = [ZIP_MAX_TOTAL_BYTES]  # what the parts read so far leave of the total
 
-    def part(name, required=True, raw=False, stream=False):
+    def part(name, required=True, raw=False, stream=False, adds=None):
+        if adds:  # a part that only adds to the text (styles, a list's numbers): damaged, it is said and left out
+            try:
+                return part(name, False, raw, stream)
+            except RagError as e:
+                warn(f"{path}: {e}: read without {adds}")
+                return None
         member = zip_member(archive, name, required, ZIP_MAX_TOTAL_BYTES if stream else ZIP_MAX_PART_BYTES)
         if member is None:
             return None
@@ -8530,15 +8537,15 @@ def read_docx(data, path):
     levels, styles = {}, None
     for kind, name in linked:
         if kind == "styles":
-            styles = part(name, required=False)
+            styles = part(name, adds="its headings' levels")
             levels = docx_style_levels(styles)
     for kind, name in linked:
-        lists = part(name, required=False) if kind == "numbering" and body is not None else None
+        lists = part(name, adds="its lists' numbers") if kind == "numbering" and body is not None else None
         if lists is not None:
             number_paragraphs(body, docx_lists(lists), docx_style_numbers(styles))
     notes, furniture = {}, []
     for kind, name in linked:
-        root = part(name, required=False) if kind in ("footnotes", "endnotes", "header", "footer") else None
+        root = part(name, adds=f"its {kind}") if kind in ("footnotes", "endnotes", "header", "footer") else None
         if root is not None and kind in ("header", "footer"):
             furniture += flatten([root], DOCX_MARKUP)
         elif root is not None:  # separators are notes too: type "separator" or "continuationSeparator"
@@ -8824,8 +8831,9 @@ def read_xlsx(data, path):
                 warn(f"{path}: only its first {SHARED_MAX_STRINGS:,} shared strings are read (SHARED_MAX_STRINGS in "
                      "rag.py): the cells that use later ones are left empty")
                 shared = shared[:SHARED_MAX_STRINGS]
-        elif kind == "styles" and part(name, required=False) is not None:
-            formats = xlsx_formats(part(name))
+        elif kind == "styles":
+            styles = part(name, adds="its numbers' formats and dates")
+            formats = xlsx_formats(styles) if styles is not None else formats
     properties = book.find(S + "workbookPr")
     epoch = datetime(1904, 1, 1) if properties is not None and properties.get("date1904") in ("1", "true") \
         else datetime(1899, 12, 30)  # day 1 is 1900-01-01 (after Lotus 1-2-3's missing leap day)
@@ -9122,7 +9130,7 @@ def read_odf(data, path):
     named = {name for name in map(lambda e: e.get(TEXT + "style-name"), document.iter(TEXT + "list")) if name}
     headed = next(document.iter(TEXT + "h"), None) is not None  # (headings are numbered by styles.xml's outline)
     styles = odf_list_styles([content]) if named else {}  # (and styles.xml's, when a list's style is there)
-    number_odf_lists(document, {**odf_list_styles([part("styles.xml", required=False)]), **styles}
+    number_odf_lists(document, {**odf_list_styles([part("styles.xml", adds="its lists' and headings' numbers")]), **styles}
                      if named - set(styles) or headed else styles)
     return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
 

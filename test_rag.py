@@ -6306,6 +6306,32 @@ def odf(kind, body):
                                   f"</office:{kind}></office:body></office:document-content>"})
 
 
+class DamagedPartsTest(unittest.TestCase):
+
+    def test_a_damaged_part_that_only_adds_to_the_text_is_said_and_the_text_read(self):
+        """Styles, a list's numbers, headers and notes only add to a document's text: a damaged one (not
+        XML) lost the whole file ("word/numbering.xml is not well-formed XML"); now the file is read
+        without what it adds, and the warning says so."""
+        bad = "<<<not xml"
+        odt = (f'<office:document-content {ODF}><office:body><office:text><text:h text:outline-level="1">Scope</text:h>'
+               "</office:text></office:body></office:document-content>")
+        cases = [
+            (rag.read_docx, docx(p("Hello"), bad, {"word/numbering.xml": bad, "word/header1.xml": bad},
+                                 [("numbering", "numbering.xml"), ("header", "header1.xml")]), ["Hello"],
+             ["word/styles.xml", "its headings' levels", "word/numbering.xml", "its lists' numbers", "word/header1.xml",
+              "its header"]),
+            (rag.read_odf, zipped({"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": odt, "styles.xml": bad}),
+             ["# Scope"], ["styles.xml", "its lists' and headings' numbers"]),
+            (rag.read_xlsx, xlsx([("S", "worksheet", "worksheets/s.xml", '<row><c s="1"><v>0.153</v></c></row>')], "", bad),
+             ["# S\n\n0.153"], ["xl/styles.xml", "its numbers' formats and dates"])]
+        for reader, data, text, said in cases:
+            with self.subTest(reader=reader.__name__), contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(reader(data, "a.x"), text)
+                self.assertTrue(all(words in err.getvalue() for words in said), err.getvalue())
+                self.assertTrue(all("not well-formed XML" in line and ": read without " in line
+                                    for line in err.getvalue().splitlines()), err.getvalue())
+
+
 class OdfTest(unittest.TestCase):
 
     def test_numbered_list_items_read_with_the_numbers_libreoffice_shows(self):
