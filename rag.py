@@ -8728,8 +8728,8 @@ def read_pptx(data, path):
             number_slide_paragraphs(root)
             title, blocks = pptx_shapes(root, drawn_parts(part, name))
             for kind, notes in relationships(part, name).values():
-                if kind == "notesSlide":
-                    blocks += pptx_shapes(part(notes))[1]  # a notes page has no title
+                page = part(notes, adds="a slide's speaker notes") if kind == "notesSlide" else None
+                blocks += pptx_shapes(page)[1] if page is not None else []  # (a notes page has no title)
             pages.append(slide_page(title, blocks))
     return pages
 
@@ -8787,7 +8787,7 @@ def drawn_parts(part, name):
 
     def read(link):
         kind, target = linked.get(link, ("", ""))
-        root = part(target, required=False) if kind in ("chart", "diagramData") and target not in done else None
+        root = part(target, adds=f"the text of a {kind}") if kind in ("chart", "diagramData") and target not in done else None
         done.add(target)
         return [] if root is None else chart_text(root) if kind == "chart" else flatten([root], PPTX_MARKUP)
     return {CHART + "chart": lambda e: read(e.get(R + "id")), DIAGRAM + "relIds": lambda e: read(e.get(R + "dm"))}

@@ -6309,7 +6309,7 @@ def odf(kind, body):
 class DamagedPartsTest(unittest.TestCase):
 
     def test_a_damaged_part_that_only_adds_to_the_text_is_said_and_the_text_read(self):
-        """Styles, a list's numbers, headers and notes only add to a document's text: a damaged one (not
+        """Styles, a list's numbers, headers, notes and charts only add to a document's text: a damaged one (not
         XML) lost the whole file ("word/numbering.xml is not well-formed XML"); now the file is read
         without what it adds, and the warning says so."""
         bad = "<<<not xml"
@@ -6323,7 +6323,16 @@ class DamagedPartsTest(unittest.TestCase):
             (rag.read_odf, zipped({"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": odt, "styles.xml": bad}),
              ["# Scope"], ["styles.xml", "its lists' and headings' numbers"]),
             (rag.read_xlsx, xlsx([("S", "worksheet", "worksheets/s.xml", '<row><c s="1"><v>0.153</v></c></row>')], "", bad),
-             ["# S\n\n0.153"], ["xl/styles.xml", "its numbers' formats and dates"])]
+             ["# S\n\n0.153"], ["xl/styles.xml", "its numbers' formats and dates"]),
+            (rag.read_pptx, zipped({"ppt/presentation.xml": f'<p:presentation {DRAWING}><p:sldIdLst><p:sldId id="256" r:id="rId1"/>'
+                                                           '</p:sldIdLst></p:presentation>',
+                                    "ppt/_rels/presentation.xml.rels": rels(("slide", "slides/slide1.xml")),
+                                    "ppt/slides/slide1.xml": slide("sld", shape([["Agenda"]], "title")
+                                                                   + graphic_frame("rId2")),
+                                    "ppt/slides/_rels/slide1.xml.rels": rels(("notesSlide", "../notesSlides/n1.xml"),
+                                                                             ("chart", "../charts/chart1.xml")),
+                                    "ppt/notesSlides/n1.xml": bad, "ppt/charts/chart1.xml": bad}),
+             ["# Agenda"], ["ppt/notesSlides/n1.xml", "a slide's speaker notes", "ppt/charts/chart1.xml", "the text of a chart"])]
         for reader, data, text, said in cases:
             with self.subTest(reader=reader.__name__), contextlib.redirect_stderr(io.StringIO()) as err:
                 self.assertEqual(reader(data, "a.x"), text)
