@@ -8227,6 +8227,7 @@ TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
 ODF_STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
+XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
 CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"            # EPUB
 OPF = "{http://www.idpf.org/2007/opf}"
 XMLENC = "{http://www.w3.org/2001/04/xmlenc#}"
@@ -9158,15 +9159,18 @@ ODF_NUMBERS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "low
 def number_odf_lists(document, styles):
     """Write each numbered list item's number at the start of its first paragraph, as LibreOffice shows it
     ("2.", "1.3)", "b)"): ODF keeps it in the list's style, not in the text. A list inside an item is a
-    level down; a list that says so (text:continue-numbering, text:continue-list) goes on counting where
-    the one before stopped; bullets add nothing."""
-    last, seen = [None] * 10, set()  # (the counts of the list before, at each level; the lists counted, and
-    # the headings in them, numbered as items, not by the outline)
+    level down; a list that says so goes on counting where another stopped (text:continue-list names it,
+    text:continue-numbering means the last of its style); an item may restart the count (text:start-value);
+    bullets add nothing."""
+    by_id, by_style, seen = {}, {}, set()  # (the counts of the lists by id and by style, at each level; the
+    # lists counted, and the headings in them, numbered as items, not by the outline)
     for top in document.iter(TEXT + "list"):  # (the lists, in document order: the outer before those in it)
         if id(top) in seen:
             continue
-        goes_on = top.get(TEXT + "continue-numbering") == "true" or top.get(TEXT + "continue-list")
-        counts = last = last if goes_on else [None] * 10
+        style, goes_on = top.get(TEXT + "style-name"), top.get(TEXT + "continue-list")
+        counts = by_id[goes_on] if goes_on and goes_on in by_id else by_style[style] \
+            if top.get(TEXT + "continue-numbering") == "true" and style in by_style else [None] * 10
+        by_id[top.get(XML_ID) or id(top)], by_style[style] = counts, counts
         stack = [(top, None, 0)]  # (a list or an item, its list style, its depth)
         while stack:  # (a loop, not recursion: nesting can be deep)
             node, style, depth = stack.pop()
@@ -9176,12 +9180,13 @@ def number_odf_lists(document, styles):
                 stack.extend((item, style, depth) for item in reversed(node) if item.tag == TEXT + "list-item")
                 continue
             levels = styles.get(style, {})
-            if depth < 10:
-                counts[depth] = levels.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
-                counts[depth + 1:] = [None] * (9 - depth)
             first = next((child for child in node if child.tag in (TEXT + "p", TEXT + "h")), None)
             seen.update(id(child) for child in node if child.tag == TEXT + "h")  # (a heading in a list: its number)
-            if first is not None and depth < 10:
+            if first is not None and depth < 10:  # (an item that only holds a list a level down is not counted)
+                start = node.get(TEXT + "start-value", "")
+                counts[depth] = int(start) if start.isdecimal() and len(start) < 10 else \
+                    levels.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
+                counts[depth + 1:] = [None] * (9 - depth)
                 odf_label(first, levels, counts, depth)
             stack.extend((inner, style, depth) for inner in reversed(node) if inner.tag == TEXT + "list")
     outline, counts = styles.get(None, {}), [None] * 11

@@ -6346,7 +6346,9 @@ class OdfTest(unittest.TestCase):
     def test_numbered_list_items_read_with_the_numbers_libreoffice_shows(self):
         """ODF keeps a list item's number in the list's style (text:list-level-style-number), not in the
         text: "2.1" was read as nothing. A list inside an item is a level down (here shown with the level
-        above it: 2.1); a list of its own starts again, one that continues the one before goes on counting;
+        above it: 2.1); a list of its own starts again; one that continues goes on counting: the last list of
+        its style (continue-numbering), or the list it names (continue-list, as LibreOffice writes Word's
+        lists); an item may restart the count; an item that only holds a list a level down is not counted;
         bullets add nothing. Headings are numbered so by the outline style, in styles.xml."""
         def level(number, form, suffix="", shown=1):
             return (f'<text:list-level-style-number text:level="{number}" style:num-format="{form}" '
@@ -6359,13 +6361,18 @@ class OdfTest(unittest.TestCase):
                 f'{item("Beta", "<text:list>" + item("x", "<text:list>" + item("deep") + "</text:list>") + item("y") + "</text:list>")}'
                 f'</text:list><text:p>Between</text:p><text:list text:style-name="L1">{item("Gamma")}</text:list>'
                 f'<text:list text:style-name="L1" text:continue-numbering="true">{item("Delta")}</text:list>'
-                f'<text:list text:style-name="L2">{item("Echo")}</text:list>')
+                f'<text:list text:style-name="L2">{item("Echo")}</text:list>'
+                f'<text:list xml:id="k1" text:style-name="L1">{item("Foxtrot")}</text:list><text:list text:style-name="L1">'
+                f'{item("Golf")}</text:list><text:list text:continue-list="k1" text:style-name="L1">{item("Hotel")}</text:list>'
+                f'<text:list text:style-name="L1"><text:list-item text:start-value="7"><text:p>India</text:p></text:list-item>'
+                f'<text:list-item><text:list>{item("Juliet")}</text:list></text:list-item>{item("Kilo")}</text:list>')
         content = (f'<office:document-content {ODF} xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0">'
                    f"<office:automatic-styles>{styles}</office:automatic-styles>"
                    f"<office:body><office:text>{body}</office:text></office:body></office:document-content>")
         data = zipped({"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": content})
         self.assertEqual(rag.read_odf(data, "a.odt"), ["\n\n".join(
-            ["1. Alpha", "2. Beta", "2.1 x", "a) deep", "2.2 y", "Between", "1. Gamma", "2. Delta", "Echo"])])
+            ["1. Alpha", "2. Beta", "2.1 x", "a) deep", "2.2 y", "Between", "1. Gamma", "2. Delta", "Echo", "1. Foxtrot",
+             "1. Golf", "2. Hotel", "7. India", "7.1 Juliet", "8. Kilo"])])
         # headings are numbered by styles.xml's outline style (LibreOffice's chapter numbering)
         outline = (f'<office:document-styles {ODF} xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0">'
                    '<office:styles><text:outline-style style:name="Outline">'
