@@ -8766,8 +8766,10 @@ def number_slide_paragraphs(root):
                 continue
             scheme, start = number.get("type", "arabicPeriod"), number.get("startAt", "1")
             start = int(start) if start.isdecimal() and len(start) < 6 else 1
-            counts[level] = (start if counts[level] is None or counts[level][1] != scheme else counts[level][0] + 1, scheme)
-            written = list_number(counts[level][0], next((form for kind, form in AUTONUMBER_FORMS if scheme.startswith(kind)), "decimal"))
+            goes_on = counts[level] is not None and counts[level][1] == scheme  # (the same scheme: the list goes on)
+            counts[level] = (counts[level][0] + 1 if goes_on else start, scheme)
+            form = next((form for kind, form in AUTONUMBER_FORMS if scheme.startswith(kind)), "decimal")
+            written = list_number(counts[level][0], form)
             written = "(" + written + ")" if scheme.endswith("ParenBoth") else written + ")" if scheme.endswith("ParenR") \
                 else written if scheme.endswith("Plain") else written + "."
             run, text = paragraph.makeelement(A + "r", {}), paragraph.makeelement(A + "t", {})
@@ -8788,7 +8790,8 @@ def drawn_parts(part, name):
 
     def read(link):
         kind, target = linked.get(link, ("", ""))
-        root = part(target, adds=f"the text of a {kind}") if kind in ("chart", "diagramData") and target not in done else None
+        wanted = kind in ("chart", "diagramData") and target not in done
+        root = part(target, adds=f"the text of a {kind}") if wanted else None
         done.add(target)
         return [] if root is None else chart_text(root) if kind == "chart" else flatten([root], PPTX_MARKUP)
     return {CHART + "chart": lambda e: read(e.get(R + "id")), DIAGRAM + "relIds": lambda e: read(e.get(R + "dm"))}
@@ -8925,7 +8928,7 @@ def xlsx_formats(styles):
         code = codes.get(form) or (BUILT_IN_FORMATS.get(int(form[:10]), "") if form.isdecimal() else "")
         if ELAPSED.search(code):
             found[str(number)] = "elapsed"
-        elif (form.isdecimal() and int(form[:10]) in DATE_FORMATS) or any(c in NOT_DATE_CODE.sub("", code).lower() for c in "dyhs"):
+        elif form.isdecimal() and int(form[:10]) in DATE_FORMATS or set(NOT_DATE_CODE.sub("", code).lower()) & set("dyhs"):
             found[str(number)] = "date"
         elif code and len(code) <= 255:  # (Excel's longest: a longer one is a hostile file's, read as General)
             found[str(number)] = code
@@ -9131,8 +9134,9 @@ def read_odf(data, path):
     named = {name for name in map(lambda e: e.get(TEXT + "style-name"), document.iter(TEXT + "list")) if name}
     headed = next(document.iter(TEXT + "h"), None) is not None  # (headings are numbered by styles.xml's outline)
     styles = odf_list_styles([content]) if named else {}  # (and styles.xml's, when a list's style is there)
-    number_odf_lists(document, {**odf_list_styles([part("styles.xml", adds="its lists' and headings' numbers")]), **styles}
-                     if named - set(styles) or headed else styles)
+    if named - set(styles) or headed:
+        styles = {**odf_list_styles([part("styles.xml", adds="its lists' and headings' numbers")]), **styles}
+    number_odf_lists(document, styles)
     return ["\n\n".join(flatten([document], ODF_MARKUP, odf_level, cite))]
 
 
@@ -9144,10 +9148,11 @@ def odf_list_styles(roots):
     for root, kind in itertools.product(roots, ("list-style", "outline-style")):
         for style in root.iter(TEXT + kind) if root is not None else ():
             levels = styles.setdefault(style.get(ODF_STYLE + "name") if kind == "list-style" else None, {})
-            for level in style.iter(TEXT + "list-level-style-number" if kind == "list-style" else TEXT + "outline-level-style"):
-                start = level.get(TEXT + "start-value", "1")
+            numbered = TEXT + ("list-level-style-number" if kind == "list-style" else "outline-level-style")
+            for level in style.iter(numbered):
+                start, written = level.get(TEXT + "start-value", "1"), level.get(ODF_STYLE + "num-format", "")
                 levels[count_attribute(level, TEXT + "level", 10)] = (
-                    ODF_NUMBERS.get(level.get(ODF_STYLE + "num-format", ""), "none"), level.get(ODF_STYLE + "num-prefix", ""),
+                    ODF_NUMBERS.get(written, "none"), level.get(ODF_STYLE + "num-prefix", ""),
                     level.get(ODF_STYLE + "num-suffix", ""), int(start) if start.isdecimal() and len(start) < 10 else 1,
                     count_attribute(level, TEXT + "display-levels", 10))
     return styles
