@@ -8646,7 +8646,8 @@ def number_paragraphs(body, lists, style_numbers):
 
 def docx_lists(numbering):
     """Return {list id: its 9 levels} of word/numbering.xml, each level (start, format, text such as
-    "%1.%2.", numbered as decimals alone (legal), what follows the number, the style that is the level)."""
+    "%1.%2.", numbered as decimals alone (legal), what follows the number, the style that is the level).
+    A list that uses a list style (numStyleLink) has the levels of the list that defines it (styleLink)."""
     def level(element, default):
         found = {child.tag: child.get(W + "val") for child in element}
         start = found.get(W + "start", "")
@@ -8654,7 +8655,7 @@ def docx_lists(numbering):
                 found.get(W + "lvlText", default[2]), W + "isLgl" in found, found.get(W + "suff", default[4]),
                 found.get(W + "pStyle", default[5]))
     plain = (1, "decimal", "", False, "tab", None)
-    abstract = {}
+    abstract, styled, linked = {}, {}, {}
     for definition in numbering.iter(W + "abstractNum"):
         levels = [plain] * 9
         for element in definition.iter(W + "lvl"):
@@ -8662,6 +8663,13 @@ def docx_lists(numbering):
             if number in tuple("012345678"):
                 levels[int(number)] = level(element, plain)
         abstract[definition.get(W + "abstractNumId")] = levels
+        # (a list of a list style has no levels of its own: they are those of the list that defines the style)
+        for link, into in ((W + "styleLink", styled), (W + "numStyleLink", linked)):
+            found = definition.find(link)
+            if found is not None:
+                into[found.get(W + "val")] = definition.get(W + "abstractNumId")
+    for style, number in linked.items():
+        abstract[number] = abstract.get(styled.get(style), abstract[number])
     lists = {}
     for instance in numbering.iter(W + "num"):
         base = instance.find(W + "abstractNumId")

@@ -5917,6 +5917,9 @@ class DocxTest(unittest.TestCase):
                      '<w:abstractNum w:abstractNumId="1">' + level(0, "lowerLetter", "%1)") + level(1, "upperRoman", "(%2)")
                      + level(2, "lowerRoman", "%1.%2.%3", extra="<w:isLgl/>") + "</w:abstractNum>"
                      '<w:abstractNum w:abstractNumId="2">' + level(0, "bullet", "\uf0b7") + "</w:abstractNum>"
+                     '<w:abstractNum w:abstractNumId="3"><w:styleLink w:val="Legal"/>' + level(0, "upperLetter", "Art. %1")
+                     + '</w:abstractNum><w:abstractNum w:abstractNumId="4"><w:numStyleLink w:val="Legal"/></w:abstractNum>'
+                     '<w:num w:numId="5"><w:abstractNumId w:val="4"/></w:num>'
                      '<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>'
                      '<w:num w:numId="3"><w:abstractNumId w:val="1"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="4"/>'
                      '</w:lvlOverride></w:num><w:num w:numId="4"><w:abstractNumId w:val="2"/></w:num></w:numbering>')
@@ -5931,12 +5934,14 @@ class DocxTest(unittest.TestCase):
                 + '<w:p><w:pPr><w:pStyle w:val="H1"/><w:numPr><w:numId w:val="0"/></w:numPr></w:pPr><w:r><w:t>Annex</w:t></w:r></w:p>'
                 + '<w:p><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent>%s</w:txbxContent>'
                   '</w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent>%s</w:txbxContent></w:pict></mc:Fallback>'
-                  '</mc:AlternateContent></w:r></w:p>' % (item("boxed", 3, 0), item("boxed", 3, 0)) + item("after the box", 3, 0))
+                  '</mc:AlternateContent></w:r></w:p>' % (item("boxed", 3, 0), item("boxed", 3, 0)) + item("after the box", 3, 0)
+                + item("Licence", 5, 0) + item("Term", 5, 0))
         data = docx(body, styles, {"word/numbering.xml": numbering}, [("numbering", "numbering.xml")])
         self.assertEqual(rag.read_docx(data, "a.docx"), ["\n\n".join([
             "# 1 Scope", "## 1.1 Terms", "a) if so", "(I) then", "1.1.1 deep", "b) else", "(I) then again", "# 2 Fees",
             "## 2.1 Rates", "## 2.2 Limits", "d) restarted", "a point", "Unnumbered", "# Annex", "e) boxed",
-            "f) after the box"])])  # (a text box is counted once, not again in its copy for old readers)
+            "f) after the box", "Art. A Licence", "Art. B Term"])])  # (a text box is counted once, not again in
+        # its copy for old readers; a list of a list style (numStyleLink) has the levels of the list that defines it)
 
     def test_heading_levels_come_from_style_names_outline_levels_and_inheritance(self):
         styles = "".join([style("Titel", "Title"), style("berschrift1", "heading 1"), style("berschrift2", "heading 2"),
