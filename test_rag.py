@@ -1376,6 +1376,20 @@ class WorkersTest(TempFolder):
         self.assertEqual(([len(part.files) for part in parts], len(parts)), ([len(batch) for batch in batches], 15))
         self.assertEqual(parts, [part for batch in batches for part in rag.make_parts(batch)])
 
+    def test_each_worker_has_a_batch_waiting_while_an_older_one_is_read(self):
+        """Parts are written in order: with one batch ahead for each worker, a worker that was done sat idle
+        while the oldest batch (a long PDF) was still read; a real folder took 8.1 s, 6.6 s with two ahead."""
+        handed, real = [], rag.start_workers
+
+        def start_workers(count, batches, most_bytes):
+            handed.append((count, len(batches)))
+            return real(count, batches, most_bytes)
+        with mock.patch.object(rag, "start_workers", start_workers), mock.patch.object(rag, "INDEX_PART_BYTES", 2000), \
+                mock.patch.object(rag, "usable_cores", return_value=2):
+            files = rag.find_files([self.docs])
+            self.assertEqual(len(list(rag.parts_made_by_workers(files))), 15)
+        self.assertEqual(handed, [(2, 4)])
+
     def test_a_process_allowed_one_core_of_many_reads_the_files_itself(self):
         """A container or taskset can allow one core of a machine's four: workers there only take turns."""
         pools = self.started()
