@@ -8923,7 +8923,8 @@ BUILT_IN_FORMATS = {1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 9: "0%", 10: "
 DATE_FORMATS = set(range(14, 23)) | set(range(27, 37)) | set(range(45, 48)) | set(range(50, 59))
 FORMAT_TOKEN = re.compile(r'"[^"]*"?|\\.|[_*].?|\[[^\]]*\]?|[Gg]eneral|[Ee][+-]|.', re.S)
 NOT_DATE_CODE = re.compile(r'"[^"]*"|\[[^\]]*\]|[\\_*].')  # quoted text, [colour] or [$EUR], escapes
-ELAPSED = re.compile(r"\[[hH]+\]")  # [h]:mm: hours past 24, a duration
+ELAPSED = re.compile(r"\[([hms])\1*\]", re.I)  # [h]:mm, [mm]:ss, [ss]: hours (minutes, seconds) past a day's, a duration
+DURATION_TOKEN = re.compile(r'\[(h+|m+|s+)\]|(h+|m+|s+)|\.(0+)|"([^"]*)"|\\(.)|([^\[\]])', re.I)
 
 
 def xlsx_formats(styles):
@@ -8935,8 +8936,8 @@ def xlsx_formats(styles):
     for number, style in enumerate(formats if formats is not None else ()):
         form = style.get("numFmtId", "0")
         code = codes.get(form) or (BUILT_IN_FORMATS.get(int(form[:10]), "") if form.isdecimal() else "")
-        if ELAPSED.search(code):
-            found[str(number)] = "elapsed"
+        if ELAPSED.search(code) and len(code) <= 255:
+            found[str(number)] = "elapsed " + code
         elif form.isdecimal() and int(form[:10]) in DATE_FORMATS or set(NOT_DATE_CODE.sub("", code).lower()) & set("dyhs"):
             found[str(number)] = "date"
         elif code and len(code) <= 255:  # (Excel's longest: a longer one is a hostile file's, read as General)
@@ -8959,9 +8960,11 @@ def number_shown(value, code, epoch):
         return value
     if not math.isfinite(number):
         return value
-    if code == "elapsed":
-        seconds = round(abs(number) * 86400)
-        return "-" * (number < 0) + f"{seconds // 3600}:{seconds // 60 % 60:02}:{seconds % 60:02}"
+    if code.startswith("elapsed "):
+        try:
+            return "-" * (number < 0) + duration_shown(abs(number) * 86400, code[8:])
+        except (ArithmeticError, ValueError):  # (a duration past what a float holds in seconds: 1E308 days)
+            return value
     if code == "General":
         return general_number(number)
     sections = format_sections(code)
@@ -8974,6 +8977,36 @@ def number_shown(value, code, epoch):
     except (ArithmeticError, ValueError):  # (a number too large or small for the format: 1E-320 as 0.00E+00)
         return value
     return "-" + text if number < 0 and section is sections[0] and any(c in "123456789" for c in text) else text
+
+
+def duration_shown(seconds, code):
+    """Return a duration (in seconds) as a format code with a unit in brackets shows it: [h] counts the
+    hours past 24 ("[h]:mm:ss" -> 36:00:00), [mm] the minutes, [ss] the seconds; mm and ss under it are
+    padded, .000 gives the fractions of a second."""
+    tokens = duration_tokens(code)
+    decimals = next((len(t[2]) for t in tokens if t[2]), 0)
+    seconds = round(seconds, decimals)
+    top = next((t[0][0].lower() for t in tokens if t[0]), "h")  # the unit that counts past its day, hour or minute
+    hours, minutes = divmod(seconds, 3600) if top == "h" else (0, seconds)
+    minutes, seconds = divmod(minutes, 60) if top in "hm" else (0, minutes)
+    whole = int(seconds)
+    values = {"h": int(hours), "m": int(minutes), "s": whole}
+    shown = []
+    for bracketed, unit, fraction, quoted, escaped, other in tokens:
+        letters = bracketed or unit
+        if letters:
+            shown.append(str(values[letters[0].lower()]).rjust(min(len(letters), 2) if unit or bracketed else 1, "0"))
+        elif fraction:
+            shown.append("." + f"{seconds - whole:.{len(fraction)}f}"[2:])
+        else:
+            shown.append(quoted or escaped or other)
+    return "".join(shown)
+
+
+@lru_cache(maxsize=256)
+def duration_tokens(code):
+    """Return the tokens of a duration's format code (its first section), read once."""
+    return DURATION_TOKEN.findall(code.split(";")[0])
 
 
 @lru_cache(maxsize=256)

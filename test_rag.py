@@ -6280,21 +6280,25 @@ class XlsxTest(unittest.TestCase):
     def test_numbers_read_as_their_format_shows_them(self):
         """A cell holds the number as stored (0.153, 1234.5, 0.30000000000000004); Excel shows it by its
         style's format code: a percentage, thousands, a currency, a negative in parentheses, zeros in front,
-        literal text, an exponent, thousands or millions ("0,"), a duration in hours; General shows 15 digits."""
+        literal text, an exponent, thousands or millions ("0,"), a duration in hours or minutes and tenths of
+        a second; General shows 15 digits."""
         codes = ["0.0%", '[$\u20ac-407]#,##0.00;[Red]\\(#,##0.00\\)', "#,##0.00", "00000", "000-00-0000",
-                 '0" items"', "0.00E+00", '#,##0.0,,"M"', "[h]:mm:ss", '_(* #,##0_);_(* \\(#,##0\\);_(* "-"_);_(@_)']
+                 '0" items"', "0.00E+00", '#,##0.0,,"M"', "[h]:mm:ss", '_(* #,##0_);_(* \\(#,##0\\);_(* "-"_);_(@_)',
+                 "[mm]:ss.0", '[h]" hours"']
         written = [code.replace('"', "&quot;") for code in codes]
         styles = ("<numFmts>" + "".join(f'<numFmt numFmtId="{164 + n}" formatCode="{code}"/>' for n, code in enumerate(written))
                   + '</numFmts><cellXfs><xf numFmtId="0"/>' + "".join(f'<xf numFmtId="{164 + n}"/>' for n in range(len(codes)))
                   + '<xf numFmtId="10"/><xf numFmtId="3"/></cellXfs>')
-        values = ["0.153", "1234.5", "-1234.5", "1234", "123456789", "5", "12345", "1234567", "1.5", "0", "0.0525", "-98765"]
+        values = ["0.153", "1234.5", "-1234.5", "1234", "123456789", "5", "12345", "1234567", "1.5", "0", "0.085462962962963",
+                  "1.25", "0.0525", "-98765"]
         cells = "".join(f'<c s="{n}"><v>{value}</v></c>' for n, value in enumerate(values, 1))
         data = xlsx([("S", "worksheet", "worksheets/s.xml", f'<row>{cells}<c><v>0.30000000000000004</v></c>'
                                                           '<c s="2" t="s"><v>0</v></c><c s="2"><v>n/a</v></c></row>')],
                     "<si><t>text stays</t></si>", styles)
         self.assertEqual(rag.read_xlsx(data, "a.xlsx"),
                          ["# S\n\n" + " | ".join(["15.3%", "\u20ac1,234.50", "-1,234.50", "01234", "123-45-6789", "5 items",
-                                                  "1.23E+04", "1.2M", "36:00:00", "-", "5.25%", "-98,765", "0.3",
+                                                  "1.23E+04", "1.2M", "36:00:00", "-", "123:04.0", "30 hours", "5.25%",
+                                                  "-98,765", "0.3",
                                                   "text stays", "n/a"])])
 
     def test_1904_date_system(self):
