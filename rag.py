@@ -8923,7 +8923,8 @@ BUILT_IN_FORMATS = {1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 9: "0%", 10: "
 DATE_FORMATS = set(range(14, 23)) | set(range(27, 37)) | set(range(45, 48)) | set(range(50, 59))
 FORMAT_TOKEN = re.compile(r'"[^"]*"?|\\.|[_*].?|\[[^\]]*\]?|[Gg]eneral|[Ee][+-]|.', re.S)
 NOT_DATE_CODE = re.compile(r'"[^"]*"|\[[^\]]*\]|[\\_*].')  # quoted text, [colour] or [$EUR], escapes
-ELAPSED = re.compile(r"\[([hms])\1*\]", re.I)  # [h]:mm, [mm]:ss, [ss]: hours (minutes, seconds) past a day's, a duration
+# [h]:mm, [mm]:ss, [ss]: a duration, its hours (minutes, seconds) counted past a day's (an hour's, a minute's)
+ELAPSED = re.compile(r"\[([hms])\1*\]", re.I)
 DURATION_TOKEN = re.compile(r'\[(h+|m+|s+)\]|(h+|m+|s+)|\.(0+)|"([^"]*)"|\\(.)|([^\[\]])', re.I)
 
 
@@ -8995,7 +8996,7 @@ def duration_shown(seconds, code):
     for bracketed, unit, fraction, quoted, escaped, other in tokens:
         letters = bracketed or unit
         if letters:
-            shown.append(str(values[letters[0].lower()]).rjust(min(len(letters), 2) if unit or bracketed else 1, "0"))
+            shown.append(str(values[letters[0].lower()]).rjust(min(len(letters), 2), "0"))  # (mm: 04, m: 4)
         elif fraction:
             shown.append("." + f"{seconds - whole:.{len(fraction)}f}"[2:])
         else:
