@@ -8630,8 +8630,7 @@ def number_paragraphs(body, lists, style_numbers):
         level = int(level) if level in tuple("012345678") else \
             next((n for n, defined in enumerate(levels) if style and defined[5] == style), 0)
         count = counts.setdefault(list_id, [None] * 9)
-        count[level] = levels[level][0] if count[level] is None else count[level] + 1
-        count[level + 1:] = [None] * (8 - level)
+        count_on(count, level, levels[level][0])
         start, form, text, legal, suffix, _ = levels[level]
         if form == "bullet":
             continue
@@ -8639,10 +8638,23 @@ def number_paragraphs(body, lists, style_numbers):
             count[int(m[1]) - 1] if count[int(m[1]) - 1] is not None else levels[int(m[1]) - 1][0],
             "decimal" if legal else levels[int(m[1]) - 1][1]), text)
         if label.strip():
-            run, written = node.makeelement(W + "r", {}), node.makeelement(W + "t", {})
-            written.text = label + ("" if suffix == "nothing" else " ")
-            run.append(written)
-            node.insert(0, run)  # (as a run of the paragraph's own: a heading reads "## 2.1 Scope")
+            put_first(node, W, label + ("" if suffix == "nothing" else " "))
+
+
+def count_on(counts, level, start):
+    """Count one more at a level of a numbered list (its start, the first time), and start the levels under
+    it anew (a level counted again starts those under it from their starts)."""
+    counts[level] = start if counts[level] is None else counts[level] + 1
+    counts[level + 1:] = [None] * (len(counts) - level - 1)
+
+
+def put_first(paragraph, namespace, text):
+    """Put text (a list's number) first in a Word or DrawingML paragraph, as a run of the paragraph's own:
+    a heading then reads "## 2.1 Scope"."""
+    run, written = paragraph.makeelement(namespace + "r", {}), paragraph.makeelement(namespace + "t", {})
+    written.text = text
+    run.append(written)
+    paragraph.insert(0, run)
 
 
 def docx_lists(numbering):
@@ -8763,7 +8775,7 @@ def number_slide_paragraphs(root):
     "(IV)"): a:buAutoNum says the scheme and the start. Paragraphs of one level of a text count on until
     one of that level is not numbered so; one a level down does not stop them; an empty one is not counted."""
     for body in itertools.chain(root.iter(P + "txBody"), root.iter(A + "txBody")):
-        counts = [None] * 9  # (count, scheme) at each level
+        counts, schemes = [None] * 9, [None] * 9  # (the count and scheme at each level)
         for paragraph in body.findall(A + "p"):
             found = paragraph.find(A + "pPr")
             level = found.get("lvl", "0") if found is not None else "0"
@@ -8774,17 +8786,14 @@ def number_slide_paragraphs(root):
                 counts[level] = None if number is None else counts[level]
                 continue
             scheme, start = number.get("type", "arabicPeriod"), number.get("startAt", "1")
-            start = int(start) if start.isdecimal() and len(start) < 6 else 1
-            goes_on = counts[level] is not None and counts[level][1] == scheme  # (the same scheme: the list goes on)
-            counts[level] = (counts[level][0] + 1 if goes_on else start, scheme)
+            if schemes[level] != scheme:  # (another scheme: another list)
+                counts[level], schemes[level] = None, scheme
+            count_on(counts, level, int(start) if start.isdecimal() and len(start) < 6 else 1)
             form = next((form for kind, form in AUTONUMBER_FORMS if scheme.startswith(kind)), "decimal")
-            written = list_number(counts[level][0], form)
+            written = list_number(counts[level], form)
             written = "(" + written + ")" if scheme.endswith("ParenBoth") else written + ")" if scheme.endswith("ParenR") \
                 else written if scheme.endswith("Plain") else written + "."
-            run, text = paragraph.makeelement(A + "r", {}), paragraph.makeelement(A + "t", {})
-            text.text = written + " "
-            run.append(text)
-            paragraph.insert(1 if found is not None and paragraph[0] is found else 0, run)
+            put_first(paragraph, A, written + " ")
 
 
 AUTONUMBER_FORMS = (("arabic", "decimal"), ("alphaLc", "lowerLetter"), ("alphaUc", "upperLetter"),
@@ -9232,17 +9241,16 @@ def number_odf_lists(document, styles):
             seen.update(id(child) for child in node if child.tag == TEXT + "h")  # (a heading in a list: its number)
             if first is not None and depth < 10:  # (an item that only holds a list a level down is not counted)
                 start = node.get(TEXT + "start-value", "")
-                counts[depth] = int(start) if start.isdecimal() and len(start) < 10 else \
-                    levels.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
-                counts[depth + 1:] = [None] * (9 - depth)
+                start = int(start) if start.isdecimal() and len(start) < 10 else None  # (the item restarts the count)
+                counts[depth] = None if start is not None else counts[depth]
+                count_on(counts, depth, levels.get(depth, (0, 0, 0, 1))[3] if start is None else start)
                 odf_label(first, levels, counts, depth)
             stack.extend((inner, style, depth) for inner in reversed(node) if inner.tag == TEXT + "list")
     outline, counts = styles.get(None, {}), [None] * 11
     for heading in document.iter(TEXT + "h") if outline else ():  # the headings, by the outline's numbering
         depth = count_attribute(heading, TEXT + "outline-level", 10)
         if id(heading) not in seen:
-            counts[depth] = outline.get(depth, (0, 0, 0, 1))[3] if counts[depth] is None else counts[depth] + 1
-            counts[depth + 1:] = [None] * (10 - depth)
+            count_on(counts, depth, outline.get(depth, (0, 0, 0, 1))[3])
             odf_label(heading, outline, counts, depth)
 
 
